@@ -1,0 +1,233 @@
+"""Turn Qwen2 weights (a GGUF file or a Hugging Face folder) into a model folder the engine runs.
+
+The folder holds ``model.onnx`` (plus ``model.onnx.data`` when the weights pass 2 GB), ``tokenizer.json``
+and ``manifest.json``. It is written under a temporary name beside OUT and renamed at the end, so an
+interrupted build leaves nothing half-made behind.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import json
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from qwen_desktop import __version__
+from qwen_desktop.models.errors import ModelError, OutputError
+from qwen_desktop.models.onnx_writer import PRECISIONS, STYLES, build_graph
+from qwen_desktop.models.weights import WeightSource, check_tensors
+
+MANIFEST = "manifest.json"
+MODEL_FILE = "model.onnx"
+TOKENIZER_FILE = "tokenizer.json"
+MANIFEST_FORMAT = "qwen-desktop-model"
+MANIFEST_VERSION = 1
+PROTOBUF_LIMIT = 2_000_000_000  # one protobuf message cannot pass 2 GiB; leave headroom for the graph itself
+
+Progress = Callable[[str, int, int], None]
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    """What a finished build produced."""
+
+    folder: Path
+    seconds: float
+    bytes_on_disk: int
+    precision: str
+    head_precision: str
+    style: str
+
+
+def open_source(path: Path) -> WeightSource:
+    """Open a GGUF file or a Hugging Face folder, whichever ``path`` is."""
+    from qwen_desktop.models.gguf_reader import GGUFSource
+    from qwen_desktop.models.hf_reader import HFFolderSource
+
+    path = Path(path)
+    if path.is_dir():
+        return HFFolderSource(path)
+    if not path.exists():
+        raise ModelError(f"{path}: no such file or folder")
+    return GGUFSource(path)
+
+
+def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        while block := fh.read(chunk):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _disk_error(exc: OSError, out: Path) -> OutputError:
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+        return OutputError(f"not enough disk space to write the model to {out.parent} ({exc.strerror})")
+    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return OutputError(f"cannot write to {out.parent}: {exc.strerror}")
+    return OutputError(f"cannot write the model to {out}: {exc.strerror or exc}")
+
+
+def _prepare_output(out: Path) -> Path:
+    if out.exists():
+        raise OutputError(f"{out} already exists; choose a new folder name (nothing was overwritten)")
+    parent = out.parent
+    if not parent.exists():
+        try:
+            parent.mkdir(parents=True)
+        except OSError as exc:
+            raise _disk_error(exc, out) from None
+    if not parent.is_dir():
+        raise OutputError(f"cannot write to {parent}: it is not a folder")
+    tmp = parent / f".{out.name}.partial"
+    if tmp.exists():
+        shutil.rmtree(tmp, ignore_errors=True)  # left by a build that was killed
+    try:
+        tmp.mkdir()
+    except OSError as exc:
+        raise _disk_error(exc, out) from None
+    return tmp
+
+
+def build_model(
+    src: Path,
+    out: Path,
+    precision: str = "int4",
+    head_precision: str | None = None,
+    style: str = "fast",
+    progress: Progress | None = None,
+) -> BuildResult:
+    """Build the model folder ``out`` from ``src`` (a .gguf file or a Hugging Face folder).
+
+    Args:
+        src: the weights.
+        out: the folder to create; must not exist.
+        precision: ``int4`` (default), ``int8`` or ``fp32`` for the decoder layers.
+        head_precision: precision of the embedding and the output head; defaults to int8 for int4 and
+            int8 builds (the head is a quarter of the weights and decides every token), fp32 otherwise.
+        style: ``fast`` (ONNX Runtime contrib ops) or ``plain`` (standard ops, hub layout).
+        progress: called as ``progress(stage, done, total)``.
+
+    Raises:
+        ModelError: with a one-line message, for any unusable input or output.
+    """
+    if precision not in PRECISIONS:
+        raise ModelError(f"unknown precision '{precision}' (choose {', '.join(PRECISIONS)})")
+    if head_precision is None:
+        head_precision = "fp32" if precision == "fp32" else "int8"
+    if head_precision not in PRECISIONS:
+        raise ModelError(f"unknown head precision '{head_precision}' (choose {', '.join(PRECISIONS)})")
+    if style not in STYLES:
+        raise ModelError(f"unknown graph style '{style}' (choose {', '.join(STYLES)})")
+    out = Path(out).absolute()
+    started = time.monotonic()
+    if out.exists():
+        raise OutputError(f"{out} already exists; choose a new folder name (nothing was overwritten)")
+    if progress:
+        progress("reading", 0, 1)
+    source = open_source(Path(src))
+    try:
+        check_tensors(source)
+        tmp = _prepare_output(out)
+        try:
+            manifest = _write_folder(source, tmp, precision, head_precision, style, progress)
+            tmp.rename(out)
+        except OSError as exc:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise _disk_error(exc, out) from None
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+    finally:
+        source.close()
+    size = sum(p.stat().st_size for p in out.iterdir())
+    del manifest
+    return BuildResult(out, time.monotonic() - started, size, precision, head_precision, style)
+
+
+def _write_folder(
+    source: WeightSource,
+    tmp: Path,
+    precision: str,
+    head_precision: str,
+    style: str,
+    progress: Progress | None,
+) -> dict[str, Any]:
+    import onnx
+
+    cfg = source.config
+    model = build_graph(
+        cfg, source.tensor, style=style, precision=precision, head_precision=head_precision, progress=progress
+    )
+    if progress:
+        progress("writing", 0, 1)
+    weight_bytes = sum(len(t.raw_data) for t in model.graph.initializer)
+    if weight_bytes > PROTOBUF_LIMIT:
+        onnx.save_model(
+            model,
+            str(tmp / MODEL_FILE),
+            save_as_external_data=True,
+            all_tensors_to_one_file=True,
+            location=MODEL_FILE + ".data",
+            size_threshold=1024,
+        )
+    else:
+        onnx.save_model(model, str(tmp / MODEL_FILE))
+    del model
+    (tmp / TOKENIZER_FILE).write_text(source.tokenizer.tokenizer_json, encoding="utf-8")
+    if progress:
+        progress("checksum", 0, 1)
+    tok = source.tokenizer
+    manifest: dict[str, Any] = {
+        "format": MANIFEST_FORMAT,
+        "format_version": MANIFEST_VERSION,
+        "architecture": source.architecture,
+        "style": style,
+        "precision": precision,
+        "head_precision": head_precision,
+        "block_size": 32,
+        "config": cfg.to_dict() | {"head_dim": cfg.head_dim},
+        "max_context": cfg.max_context,
+        "eos_token_ids": list(tok.eos_token_ids),
+        "end_of_turn_id": tok.end_of_turn_id,
+        "bos_token_id": tok.bos_token_id,
+        "pad_token_id": tok.pad_token_id,
+        "chat_template": tok.chat_template,
+        "files": {"model": MODEL_FILE, "tokenizer": TOKENIZER_FILE},
+        "source": {
+            "name": source.description,
+            "files": [
+                {"name": p.name, "sha256": sha256_file(p), "bytes": p.stat().st_size}
+                for p in source.source_files
+            ],
+        },
+        "builder": {"name": "qwen-desktop", "version": __version__},
+        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False), encoding="utf-8")
+    if progress:
+        progress("done", 1, 1)
+    return manifest
+
+
+def read_manifest(folder: Path) -> dict[str, Any]:
+    """Read and check a model folder's manifest."""
+    path = Path(folder) / MANIFEST
+    if not path.is_file():
+        raise ModelError(f"{folder}: no {MANIFEST} (not a model folder built by Qwen Desktop)")
+    try:
+        doc: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise ModelError(f"{path}: the manifest is corrupt") from None
+    if doc.get("format") != MANIFEST_FORMAT:
+        raise ModelError(f"{path}: not a Qwen Desktop model manifest")
+    if int(doc.get("format_version", 0)) > MANIFEST_VERSION:
+        raise ModelError(
+            f"{path}: made by a newer Qwen Desktop (format {doc.get('format_version')}); please update"
+        )
+    return doc

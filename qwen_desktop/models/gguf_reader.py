@@ -1,0 +1,215 @@
+"""Read a Qwen2 GGUF file (llama.cpp's format) into float32 tensors, a config and a tokenizer."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from qwen_desktop.models.errors import ModelError, UnsupportedModelError
+from qwen_desktop.models.tokenizer_files import build_tokenizer_json, stop_ids_from_vocab
+from qwen_desktop.models.weights import (
+    EMBED,
+    FINAL_NORM,
+    LM_HEAD,
+    SUPPORTED_ARCHITECTURES,
+    QwenConfig,
+    TokenizerInfo,
+)
+
+GGUF_MAGIC = b"GGUF"
+
+_GLOBAL_NAMES = {
+    "token_embd.weight": EMBED,
+    "output_norm.weight": FINAL_NORM,
+    "output.weight": LM_HEAD,
+}
+_LAYER_NAMES = {
+    "attn_norm.weight": "input_layernorm.weight",
+    "attn_q.weight": "self_attn.q_proj.weight",
+    "attn_q.bias": "self_attn.q_proj.bias",
+    "attn_k.weight": "self_attn.k_proj.weight",
+    "attn_k.bias": "self_attn.k_proj.bias",
+    "attn_v.weight": "self_attn.v_proj.weight",
+    "attn_v.bias": "self_attn.v_proj.bias",
+    "attn_output.weight": "self_attn.o_proj.weight",
+    "ffn_norm.weight": "post_attention_layernorm.weight",
+    "ffn_gate.weight": "mlp.gate_proj.weight",
+    "ffn_up.weight": "mlp.up_proj.weight",
+    "ffn_down.weight": "mlp.down_proj.weight",
+}
+_LAYER_RE = re.compile(r"^blk\.(\d+)\.(.+)$")
+
+
+def hf_name(gguf_name: str) -> str | None:
+    """Map a llama.cpp tensor name to its Hugging Face name (None for tensors Qwen2 does not use)."""
+    if gguf_name in _GLOBAL_NAMES:
+        return _GLOBAL_NAMES[gguf_name]
+    m = _LAYER_RE.match(gguf_name)
+    if m and m.group(2) in _LAYER_NAMES:
+        return f"model.layers.{m.group(1)}.{_LAYER_NAMES[m.group(2)]}"
+    return None
+
+
+class GGUFSource:
+    """A GGUF file opened for reading; tensors are dequantized on demand."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.description = self.path.name
+        self.source_files = (self.path,)
+        self._reader = _open_reader(self.path)
+        self.architecture = str(self._field("general.architecture", "unknown"))
+        if self.architecture not in SUPPORTED_ARCHITECTURES:
+            raise UnsupportedModelError(
+                f"{self.path.name}: architecture '{self.architecture}' is not supported "
+                f"(Qwen Desktop runs {', '.join(SUPPORTED_ARCHITECTURES)} models: the Qwen2.5 family)"
+            )
+        self._tensors: dict[str, Any] = {}
+        for t in self._reader.tensors:
+            name = hf_name(t.name)
+            if name is not None:
+                self._tensors[name] = t
+        self.config = self._read_config()
+        self.tokenizer = self._read_tokenizer()
+
+    # -- metadata --------------------------------------------------------------------------------------------
+    def _field(self, key: str, default: Any = None) -> Any:
+        f = self._reader.fields.get(key)
+        if f is None:
+            return default
+        try:
+            return f.contents()
+        except Exception as exc:  # a field whose bytes do not decode: the file is damaged
+            raise ModelError(f"{self.path.name}: metadata field {key} is unreadable ({exc})") from exc
+
+    def _require(self, key: str) -> Any:
+        value = self._field(key)
+        if value is None:
+            raise ModelError(f"{self.path.name}: metadata field {key} is missing")
+        return value
+
+    def _read_config(self) -> QwenConfig:
+        a = self.architecture
+        embed = self._tensors.get(EMBED)
+        if embed is None:
+            raise ModelError(f"{self.path.name}: tensor token_embd.weight is missing")
+        vocab = int(embed.shape[1])  # GGML order: [hidden, vocab]
+        cfg = QwenConfig(
+            vocab_size=vocab,
+            hidden_size=int(self._require(f"{a}.embedding_length")),
+            intermediate_size=int(self._require(f"{a}.feed_forward_length")),
+            num_layers=int(self._require(f"{a}.block_count")),
+            num_heads=int(self._require(f"{a}.attention.head_count")),
+            num_kv_heads=int(
+                self._field(f"{a}.attention.head_count_kv", self._require(f"{a}.attention.head_count"))
+            ),
+            rope_theta=float(self._field(f"{a}.rope.freq_base", 1_000_000.0)),
+            rms_norm_eps=float(self._field(f"{a}.attention.layer_norm_rms_epsilon", 1e-6)),
+            max_context=int(self._field(f"{a}.context_length", 32768)),
+            tie_word_embeddings=LM_HEAD not in self._tensors,
+        )
+        cfg.validate()
+        return cfg
+
+    def _read_tokenizer(self) -> TokenizerInfo:
+        model = self._field("tokenizer.ggml.model")
+        tokens = self._field("tokenizer.ggml.tokens")
+        if model is None or tokens is None:
+            raise ModelError(
+                f"{self.path.name}: the file has no tokenizer (tokenizer.ggml.tokens is missing)"
+            )
+        if model != "gpt2":
+            raise UnsupportedModelError(
+                f"{self.path.name}: tokenizer type '{model}' is not supported (Qwen2 uses byte-level BPE, 'gpt2')"
+            )
+        types = self._field("tokenizer.ggml.token_type") or [1] * len(tokens)
+        merges = self._field("tokenizer.ggml.merges")
+        if merges is None:
+            raise ModelError(
+                f"{self.path.name}: the tokenizer has no merges (tokenizer.ggml.merges is missing)"
+            )
+        text = build_tokenizer_json(
+            tokens, types, merges, pre=str(self._field("tokenizer.ggml.pre", "qwen2"))
+        )
+        lookup = {t: i for i, t in enumerate(tokens)}
+        eos = self._field("tokenizer.ggml.eos_token_id")
+        stops, end_of_turn = stop_ids_from_vocab(lookup, None if eos is None else int(eos))
+        specials = {t: i for i, (t, k) in enumerate(zip(tokens, types, strict=True)) if k in (3, 4)}
+        bos = self._field("tokenizer.ggml.bos_token_id")
+        pad = self._field("tokenizer.ggml.padding_token_id")
+        return TokenizerInfo(
+            tokenizer_json=text,
+            chat_template=self._field("tokenizer.chat_template"),
+            eos_token_ids=stops,
+            end_of_turn_id=end_of_turn,
+            bos_token_id=None if bos is None else int(bos),
+            pad_token_id=None if pad is None else int(pad),
+            special_tokens=specials,
+        )
+
+    # -- tensors ---------------------------------------------------------------------------------------------
+    def tensor_names(self) -> list[str]:
+        return list(self._tensors)
+
+    def tensor(self, name: str) -> np.ndarray:
+        t = self._tensors.get(name)
+        if t is None:
+            raise ModelError(f"{self.path.name}: tensor {name} is missing")
+        from gguf import quants
+
+        try:
+            arr = quants.dequantize(t.data, t.tensor_type)
+        except NotImplementedError as exc:
+            raise UnsupportedModelError(
+                f"{self.path.name}: tensor {t.name} uses type {t.tensor_type.name}, which cannot be read"
+            ) from exc
+        except Exception as exc:
+            raise ModelError(f"{self.path.name}: tensor {t.name} is corrupt ({exc})") from exc
+        shape = tuple(int(d) for d in reversed(t.shape))  # GGML lists the fastest dimension first
+        try:
+            arr = np.ascontiguousarray(arr.reshape(shape), dtype=np.float32)
+        except ValueError as exc:
+            raise ModelError(f"{self.path.name}: tensor {t.name} is truncated or corrupt") from exc
+        if not np.isfinite(arr).all():
+            raise ModelError(
+                f"{self.path.name}: tensor {t.name} contains NaN or infinite values (corrupt file?)"
+            )
+        return arr
+
+    def close(self) -> None:
+        # GGUFReader keeps a numpy memmap; dropping the references lets the OS unmap the file.
+        self._tensors.clear()
+        self._reader = None
+
+
+def _open_reader(path: Path) -> Any:
+    try:
+        with path.open("rb") as fh:
+            magic = fh.read(4)
+    except FileNotFoundError:
+        raise ModelError(f"{path}: file not found") from None
+    except IsADirectoryError:
+        raise ModelError(f"{path}: is a folder, expected a .gguf file") from None
+    except OSError as exc:
+        raise ModelError(f"{path}: cannot be read ({exc.strerror})") from None
+    if magic != GGUF_MAGIC:
+        raise ModelError(f"{path.name}: not a GGUF file (it does not start with the GGUF signature)")
+    import gguf
+
+    try:
+        reader = gguf.GGUFReader(str(path), "r")
+    except ValueError as exc:
+        msg = str(exc)
+        if "is not a valid GGMLQuantizationType" in msg:
+            raise UnsupportedModelError(f"{path.name}: unknown tensor type ({msg})") from None
+        raise ModelError(f"{path.name}: the GGUF file is truncated or corrupt ({msg})") from None
+    except Exception as exc:
+        raise ModelError(f"{path.name}: the GGUF file is truncated or corrupt ({exc})") from None
+    size = path.stat().st_size
+    for t in reader.tensors:
+        if t.data_offset + t.n_bytes > size or t.data.nbytes != t.n_bytes:
+            raise ModelError(f"{path.name}: the GGUF file is truncated (tensor {t.name} runs past the end)")
+    return reader

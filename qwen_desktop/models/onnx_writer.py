@@ -1,0 +1,620 @@
+"""Write a Qwen2 decoder as an ONNX graph, with ``onnx.helper`` and numpy only (no torch).
+
+Two styles:
+
+``fast``
+    ONNX Runtime CPU contrib ops: GroupQueryAttention with the rotary embedding fused in and a KV cache
+    buffer that past and present share, MatMulNBits for quantized linear layers, one packed QKV matmul,
+    one packed gate/up matmul, SkipSimplifiedLayerNormalization, and logits only for the last
+    ``num_logits_to_keep`` positions.
+
+    Inputs: ``input_ids`` [batch, seq] int64, ``attention_mask`` [batch, total] int64,
+    ``num_logits_to_keep`` [] int64, ``past_key_values.N.key/value`` [batch, kv_heads, max_len, head_dim].
+    Outputs: ``logits`` [batch, keep, vocab], ``present.N.key/value`` (bind them to the past buffers).
+
+``plain``
+    Standard ONNX ops only, with the names hub-published exports use: ``input_ids``, ``attention_mask``,
+    ``position_ids``, ``past_key_values.N.key/value`` [batch, kv_heads, past, head_dim] ->
+    ``logits`` [batch, seq, vocab], ``present.N.key/value`` [batch, kv_heads, past + seq, head_dim].
+    Quantized weights are stored as blocked ``DequantizeLinear`` inputs feeding ``MatMul``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+from qwen_desktop.models.quant import BlockQuantized, quantize_blockwise
+from qwen_desktop.models.weights import EMBED, FINAL_NORM, LM_HEAD, QwenConfig, layer_names
+
+STYLES = ("fast", "plain")
+PRECISIONS = ("int4", "int8", "fp32")
+BLOCK_SIZE = 32
+ACCURACY_LEVEL_INT8 = 4  # MatMulNBits: run activations in int8 (VNNI/AMX/AVX2 integer kernels)
+OPSET = 21
+MS_DOMAIN = "com.microsoft"
+
+Fetch = Callable[[str], np.ndarray]
+Progress = Callable[[str, int, int], None]
+
+
+@dataclass
+class _Graph:
+    """Collects nodes and initializers; ``op`` returns the output names so the code reads as data flow."""
+
+    nodes: list[onnx.NodeProto] = field(default_factory=list)
+    inits: list[onnx.TensorProto] = field(default_factory=list)
+    _count: dict[str, int] = field(default_factory=dict)
+
+    def name(self, base: str) -> str:
+        n = self._count.get(base, 0)
+        self._count[base] = n + 1
+        return f"{base}_{n}" if n else base
+
+    def init(self, name: str, array: np.ndarray, dtype: int | None = None) -> str:
+        if dtype is None:
+            self.inits.append(numpy_helper.from_array(np.ascontiguousarray(array), name))
+        else:  # packed sub-byte types (UINT4) are written as raw bytes
+            t = helper.make_tensor(
+                name, dtype, array.shape if dtype != TensorProto.UINT4 else (), [], raw=False
+            )
+            self.inits.append(t)
+        return name
+
+    def const(self, base: str, values: Any, dtype: type = np.int64) -> str:
+        return self.init(self.name(base), np.asarray(values, dtype=dtype))
+
+    def op(
+        self,
+        op_type: str,
+        inputs: list[str],
+        base: str,
+        n_out: int = 1,
+        domain: str = "",
+        outputs: list[str] | None = None,
+        **attrs: Any,
+    ) -> list[str]:
+        node_name = self.name(base)
+        outs = outputs or [f"{node_name}/out{i}" if n_out > 1 else f"{node_name}/out" for i in range(n_out)]
+        self.nodes.append(helper.make_node(op_type, inputs, outs, name=node_name, domain=domain, **attrs))
+        return outs
+
+    def op1(self, op_type: str, inputs: list[str], base: str, domain: str = "", **attrs: Any) -> str:
+        return self.op(op_type, inputs, base, 1, domain, None, **attrs)[0]
+
+
+def _uint4_tensor(name: str, codes: np.ndarray) -> onnx.TensorProto:
+    """A UINT4 initializer from unpacked codes (ONNX packs two per byte, low nibble first)."""
+    flat = codes.reshape(-1)
+    if flat.size % 2:
+        flat = np.concatenate([flat, np.zeros(1, np.uint8)])
+    packed = (flat[0::2] | (flat[1::2] << 4)).astype(np.uint8)
+    t = onnx.TensorProto()
+    t.name = name
+    t.data_type = TensorProto.UINT4
+    t.dims.extend(codes.shape)
+    t.raw_data = packed.tobytes()
+    return t
+
+
+def _rope_cache(cfg: QwenConfig, max_len: int) -> tuple[np.ndarray, np.ndarray]:
+    inv_freq = 1.0 / (cfg.rope_theta ** (np.arange(0, cfg.head_dim, 2, dtype=np.float64) / cfg.head_dim))
+    angles = np.arange(max_len, dtype=np.float64)[:, None] * inv_freq[None, :]  # [max_len, head_dim / 2]
+    return np.cos(angles).astype(np.float32), np.sin(angles).astype(np.float32)
+
+
+class _Writer:
+    def __init__(
+        self,
+        cfg: QwenConfig,
+        fetch: Fetch,
+        precision: str,
+        head_precision: str,
+        progress: Progress | None,
+    ) -> None:
+        if precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {PRECISIONS}")
+        if head_precision not in PRECISIONS:
+            raise ValueError(f"head precision must be one of {PRECISIONS}")
+        self.cfg = cfg
+        self.fetch = fetch
+        self.precision = precision
+        self.head_precision = head_precision
+        self.progress = progress
+        self.g = _Graph()
+        self.steps_total = cfg.num_layers + 2
+        self.steps_done = 0
+
+    def _tick(self, what: str) -> None:
+        self.steps_done += 1
+        if self.progress:
+            self.progress(what, self.steps_done, self.steps_total)
+
+    def _fetch(self, name: str) -> np.ndarray:
+        return self.fetch(name)
+
+    # -- linear layers ------------------------------------------------------------------------------------
+    def linear_fast(self, x: str, w: np.ndarray, b: np.ndarray | None, base: str, precision: str) -> str:
+        """y = x @ w.T + b with w ``[N, K]``; MatMulNBits when quantized, MatMul (+Add) in fp32."""
+        g = self.g
+        n, k = w.shape
+        if precision == "fp32":
+            y = g.op1("MatMul", [x, g.init(f"{base}.weight_t", w.T.copy())], base + "/MatMul")
+            if b is not None:
+                y = g.op1("Add", [y, g.init(f"{base}.bias", b.astype(np.float32))], base + "/Add")
+            return y
+        bits = 4 if precision == "int4" else 8
+        q = quantize_blockwise(w, bits, BLOCK_SIZE)
+        inputs = [
+            x,
+            g.init(f"{base}.qweight", q.packed),  # [N, n_blocks, block_size * bits / 8]
+            g.init(f"{base}.scales", q.scales.reshape(-1)),  # [N * n_blocks]
+            g.init(f"{base}.zero_points", q.zero_points.reshape(-1)),
+        ]
+        if b is not None:
+            inputs += ["", g.init(f"{base}.bias", b.astype(np.float32))]
+        return g.op1(
+            "MatMulNBits",
+            inputs,
+            base + "/MatMulNBits",
+            domain=MS_DOMAIN,
+            K=k,
+            N=n,
+            bits=bits,
+            block_size=BLOCK_SIZE,
+            accuracy_level=ACCURACY_LEVEL_INT8,
+        )
+
+    def linear_plain(self, x: str, w: np.ndarray, b: np.ndarray | None, base: str, precision: str) -> str:
+        """y = x @ w.T + b with standard ops; quantized weights go through blocked DequantizeLinear."""
+        g = self.g
+        if precision == "fp32":
+            wt = g.init(f"{base}.weight_t", w.T.copy())  # [K, N]
+        else:
+            bits = 4 if precision == "int4" else 8
+            q = quantize_blockwise(w, bits, BLOCK_SIZE)
+            k = w.shape[1]
+            codes = q.codes[:, :k].T.copy()  # [K, N], blocks run along K (axis 0)
+            if k % BLOCK_SIZE:
+                raise ValueError(
+                    f"{base}: in-features {k} must be a multiple of {BLOCK_SIZE} for the plain style"
+                )
+            scales = q.scales.T.copy()  # [K / block, N]
+            zps = q.zp_codes.T.copy()
+            if bits == 4:
+                g.inits.append(_uint4_tensor(f"{base}.qweight", codes))
+                g.inits.append(_uint4_tensor(f"{base}.zero_points", zps))
+            else:
+                g.init(f"{base}.qweight", codes)
+                g.init(f"{base}.zero_points", zps)
+            g.init(f"{base}.scales", scales)
+            wt = g.op1(
+                "DequantizeLinear",
+                [f"{base}.qweight", f"{base}.scales", f"{base}.zero_points"],
+                base + "/DequantizeLinear",
+                axis=0,
+                block_size=BLOCK_SIZE,
+            )
+        y = g.op1("MatMul", [x, wt], base + "/MatMul")
+        if b is not None:
+            y = g.op1("Add", [y, g.init(f"{base}.bias", b.astype(np.float32))], base + "/Add")
+        return y
+
+    # -- graph ----------------------------------------------------------------------------------------------
+    def build(self, style: str) -> onnx.ModelProto:
+        if style == "fast":
+            return self.build_fast()
+        if style == "plain":
+            return self.build_plain()
+        raise ValueError(f"style must be one of {STYLES}")
+
+    def _io(self, style: str) -> tuple[list[onnx.ValueInfoProto], list[onnx.ValueInfoProto]]:
+        cfg = self.cfg
+        kv, d = cfg.num_kv_heads, cfg.head_dim
+        past = "max_length" if style == "fast" else "past_sequence_length"
+        present = "max_length" if style == "fast" else "total_sequence_length"
+        inputs = [
+            helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch_size", "sequence_length"]),
+            helper.make_tensor_value_info(
+                "attention_mask", TensorProto.INT64, ["batch_size", "total_sequence_length"]
+            ),
+        ]
+        if style == "fast":
+            inputs.append(helper.make_tensor_value_info("num_logits_to_keep", TensorProto.INT64, []))
+        else:
+            inputs.append(
+                helper.make_tensor_value_info(
+                    "position_ids", TensorProto.INT64, ["batch_size", "sequence_length"]
+                )
+            )
+        outputs = [
+            helper.make_tensor_value_info(
+                "logits",
+                TensorProto.FLOAT,
+                ["batch_size", "num_logits" if style == "fast" else "sequence_length", cfg.vocab_size],
+            )
+        ]
+        for i in range(cfg.num_layers):
+            for kind in ("key", "value"):
+                inputs.append(
+                    helper.make_tensor_value_info(
+                        f"past_key_values.{i}.{kind}", TensorProto.FLOAT, ["batch_size", kv, past, d]
+                    )
+                )
+                outputs.append(
+                    helper.make_tensor_value_info(
+                        f"present.{i}.{kind}", TensorProto.FLOAT, ["batch_size", kv, present, d]
+                    )
+                )
+        return inputs, outputs
+
+    def _model(self, style: str) -> onnx.ModelProto:
+        inputs, outputs = self._io(style)
+        graph = helper.make_graph(self.g.nodes, f"qwen2_{style}", inputs, outputs, self.g.inits)
+        opsets = [helper.make_opsetid("", OPSET)]
+        if style == "fast":
+            opsets.append(helper.make_opsetid(MS_DOMAIN, 1))
+        model = helper.make_model(graph, opset_imports=opsets, producer_name="qwen-desktop")
+        model.ir_version = 10
+        return model
+
+    def _embedding_fast(self) -> str:
+        g, cfg = self.g, self.cfg
+        emb = self._fetch(EMBED)  # [vocab, hidden]
+        if self.head_precision == "fp32":
+            return g.op1("Gather", [g.init("embed_tokens.weight", emb), "input_ids"], "embed/Gather")
+        bits = 4 if self.head_precision == "int4" else 8
+        q = quantize_blockwise(emb, bits, BLOCK_SIZE)
+        return g.op1(
+            "GatherBlockQuantized",
+            [
+                g.init(
+                    "embed_tokens.qweight", q.packed.reshape(cfg.vocab_size, -1)
+                ),  # [vocab, hidden*bits/8]
+                "input_ids",
+                g.init("embed_tokens.scales", q.scales),  # [vocab, hidden / block]
+                g.init("embed_tokens.zero_points", q.zero_points),
+            ],
+            "embed/GatherBlockQuantized",
+            domain=MS_DOMAIN,
+            gather_axis=0,
+            quantize_axis=1,
+            block_size=BLOCK_SIZE,
+            bits=bits,
+        )
+
+    def _head_weight(self) -> np.ndarray:
+        return self._fetch(EMBED if self.cfg.tie_word_embeddings else LM_HEAD)
+
+    def build_fast(self) -> onnx.ModelProto:
+        g, cfg = self.g, self.cfg
+        eps = cfg.rms_norm_eps
+        x = self._embedding_fast()  # [batch, seq, hidden]
+        self._tick("embedding")
+        # GroupQueryAttention reads the cache length from seqlens_k (valid tokens - 1) and the total length.
+        mask_sum = g.op1(
+            "ReduceSum", ["attention_mask", g.const("axes_1", [1])], "mask/ReduceSum", keepdims=0
+        )
+        seqlens_k = g.op1(
+            "Cast",
+            [g.op1("Sub", [mask_sum, g.const("one", [1])], "mask/Sub")],
+            "mask/Cast",
+            to=TensorProto.INT32,
+        )  # [batch] int32
+        total_len = g.op1(
+            "Cast",
+            [
+                g.op1(
+                    "Gather",
+                    [g.op1("Shape", ["attention_mask"], "mask/Shape"), g.const("idx_1", 1)],
+                    "mask/Gather",
+                    axis=0,
+                )
+            ],
+            "mask/CastTotal",
+            to=TensorProto.INT32,
+        )  # [] int32
+        cos, sin = _rope_cache(cfg, cfg.max_context)
+        cos_name = g.init("cos_cache", cos)  # [max_context, head_dim / 2]
+        sin_name = g.init("sin_cache", sin)
+        residual = x
+        hidden = x
+        for i in range(cfg.num_layers):
+            n = layer_names(i)
+            p = f"layers.{i}"
+            if i == 0:
+                normed = g.op1(
+                    "SimplifiedLayerNormalization",
+                    [hidden, g.init(f"{p}.input_norm", self._fetch(n["input_norm"]))],
+                    f"{p}/input_norm",
+                    epsilon=eps,
+                    axis=-1,
+                    stash_type=1,
+                )
+            else:
+                outs = g.op(
+                    "SkipSimplifiedLayerNormalization",
+                    [hidden, residual, g.init(f"{p}.input_norm", self._fetch(n["input_norm"]))],
+                    f"{p}/input_norm",
+                    n_out=4,
+                    domain=MS_DOMAIN,
+                    epsilon=eps,
+                )
+                normed, residual = outs[0], outs[3]
+                self.g.nodes[-1].output[1] = ""
+                self.g.nodes[-1].output[2] = ""
+            qkv_w = np.concatenate([self._fetch(n["q"]), self._fetch(n["k"]), self._fetch(n["v"])], axis=0)
+            qkv_b = np.concatenate(
+                [self._fetch(n["q_bias"]), self._fetch(n["k_bias"]), self._fetch(n["v_bias"])]
+            )
+            qkv = self.linear_fast(normed, qkv_w, qkv_b, f"{p}.qkv_proj", self.precision)  # [b, s, (h+2kv)*d]
+            attn = g.op(
+                "GroupQueryAttention",
+                [
+                    qkv,
+                    "",
+                    "",
+                    f"past_key_values.{i}.key",
+                    f"past_key_values.{i}.value",
+                    seqlens_k,
+                    total_len,
+                    cos_name,
+                    sin_name,
+                ],
+                f"{p}/attn",
+                n_out=3,
+                domain=MS_DOMAIN,
+                outputs=[f"{p}/attn/out", f"present.{i}.key", f"present.{i}.value"],
+                num_heads=cfg.num_heads,
+                kv_num_heads=cfg.num_kv_heads,
+                do_rotary=1,
+                rotary_interleaved=0,
+                scale=float(1.0 / np.sqrt(cfg.head_dim)),
+            )[0]  # [b, s, hidden]
+            o = self.linear_fast(attn, self._fetch(n["o"]), None, f"{p}.o_proj", self.precision)
+            outs = g.op(
+                "SkipSimplifiedLayerNormalization",
+                [o, residual, g.init(f"{p}.post_norm", self._fetch(n["post_norm"]))],
+                f"{p}/post_norm",
+                n_out=4,
+                domain=MS_DOMAIN,
+                epsilon=eps,
+            )
+            self.g.nodes[-1].output[1] = ""
+            self.g.nodes[-1].output[2] = ""
+            normed, residual = outs[0], outs[3]
+            inter = cfg.intermediate_size
+            gate_up_w = np.concatenate([self._fetch(n["gate"]), self._fetch(n["up"])], axis=0)  # [2I, hidden]
+            gate_up = self.linear_fast(normed, gate_up_w, None, f"{p}.gate_up_proj", self.precision)
+            gate, up = g.op(
+                "Split", [gate_up, g.const("split", [inter, inter])], f"{p}/mlp/Split", n_out=2, axis=-1
+            )
+            act = g.op1("Mul", [gate, g.op1("Sigmoid", [gate], f"{p}/mlp/Sigmoid")], f"{p}/mlp/SiLU")
+            hidden = self.linear_fast(
+                g.op1("Mul", [act, up], f"{p}/mlp/Mul"),
+                self._fetch(n["down"]),
+                None,
+                f"{p}.down_proj",
+                self.precision,
+            )
+            self._tick(f"layer {i + 1}/{cfg.num_layers}")
+        # Only the last num_logits_to_keep positions reach the head: a long prefill never computes
+        # [seq, vocab] logits it would throw away.
+        starts = g.op1(
+            "Neg",
+            [g.op1("Reshape", ["num_logits_to_keep", g.const("shape_1", [1])], "keep/Reshape")],
+            "keep/Neg",
+        )
+        hidden = g.op1(
+            "Slice",
+            [hidden, starts, g.const("int_max", [np.iinfo(np.int64).max]), g.const("axis_1", [1])],
+            "keep/h",
+        )
+        residual = g.op1(
+            "Slice",
+            [residual, starts, g.const("int_max", [np.iinfo(np.int64).max]), g.const("axis_1", [1])],
+            "keep/r",
+        )
+        final = g.op(
+            "SkipSimplifiedLayerNormalization",
+            [hidden, residual, g.init("final_norm", self._fetch(FINAL_NORM))],
+            "final_norm",
+            n_out=1,
+            domain=MS_DOMAIN,
+            epsilon=eps,
+        )[0]
+        self.linear_fast_head(final)
+        self._tick("lm head")
+        return self._model("fast")
+
+    def linear_fast_head(self, x: str) -> None:
+        y = self.linear_fast(x, self._head_weight(), None, "lm_head", self.head_precision)
+        self.g.nodes[-1].output[0] = "logits"
+        del y
+
+    # -- plain ----------------------------------------------------------------------------------------------
+    def _rms_plain(self, x: str, weight: np.ndarray, base: str) -> str:
+        g = self.g
+        sq = g.op1("Mul", [x, x], base + "/Sq")
+        mean = g.op1("ReduceMean", [sq, g.const("axes_m1", [-1])], base + "/Mean", keepdims=1)
+        denom = g.op1(
+            "Sqrt",
+            [
+                g.op1(
+                    "Add",
+                    [mean, g.const("eps", np.float32(self.cfg.rms_norm_eps), np.float32)],
+                    base + "/AddEps",
+                )
+            ],
+            base + "/Sqrt",
+        )
+        normed = g.op1("Div", [x, denom], base + "/Div")
+        return g.op1("Mul", [normed, g.init(base + ".weight", weight)], base + "/Mul")
+
+    def _rotate(self, x: str, cos: str, sin: str, base: str) -> str:
+        """x * cos + rotate_half(x) * sin, x ``[b, heads, s, d]``; cos, sin ``[b, 1, s, d]``."""
+        g = self.g
+        x1, x2 = g.op(
+            "Split", [x, g.const("halves", [self.cfg.head_dim // 2] * 2)], base + "/Split", n_out=2, axis=-1
+        )
+        rot = g.op1("Concat", [g.op1("Neg", [x2], base + "/Neg"), x1], base + "/Concat", axis=-1)
+        return g.op1(
+            "Add",
+            [g.op1("Mul", [x, cos], base + "/MulCos"), g.op1("Mul", [rot, sin], base + "/MulSin")],
+            base + "/Add",
+        )
+
+    def build_plain(self) -> onnx.ModelProto:
+        g, cfg = self.g, self.cfg
+        h, kvh, d = cfg.num_heads, cfg.num_kv_heads, cfg.head_dim
+        group = h // kvh
+        x = g.op1("Gather", [g.init("embed_tokens.weight", self._fetch(EMBED)), "input_ids"], "embed/Gather")
+        self._tick("embedding")
+        cos_t, sin_t = _rope_cache(cfg, cfg.max_context)
+        full_cos = np.concatenate([cos_t, cos_t], axis=1)  # [max_context, head_dim]
+        full_sin = np.concatenate([sin_t, sin_t], axis=1)
+        unsq1 = g.const("axes_1", [1])
+        cos = g.op1(
+            "Unsqueeze",
+            [g.op1("Gather", [g.init("cos_table", full_cos), "position_ids"], "rope/GatherCos"), unsq1],
+            "rope/cos",
+        )
+        sin = g.op1(
+            "Unsqueeze",
+            [g.op1("Gather", [g.init("sin_table", full_sin), "position_ids"], "rope/GatherSin"), unsq1],
+            "rope/sin",
+        )
+        # Additive attention bias [b, 1, s, total]: causal (key index <= query index) and not padding.
+        total = g.op1(
+            "Gather", [g.op1("Shape", ["attention_mask"], "mask/Shape"), g.const("i1", 1)], "mask/T", axis=0
+        )
+        seq = g.op1("Gather", [g.op1("Shape", ["input_ids"], "ids/Shape"), g.const("i1", 1)], "ids/S", axis=0)
+        past = g.op1("Sub", [total, seq], "mask/past")
+        k_idx = g.op1("Range", [g.const("zero", 0), total, g.const("step", 1)], "mask/k_idx")
+        q_idx = g.op1("Range", [past, total, g.const("step", 1)], "mask/q_idx")
+        causal = g.op1(
+            "LessOrEqual",
+            [
+                g.op1("Unsqueeze", [k_idx, g.const("axes_0", [0])], "mask/k2"),
+                g.op1("Unsqueeze", [q_idx, unsq1], "mask/q2"),
+            ],
+            "mask/causal",
+        )  # [s, total]
+        keep = g.op1(
+            "Unsqueeze",
+            [g.op1("Cast", ["attention_mask"], "mask/bool", to=TensorProto.BOOL), g.const("axes_12", [1, 2])],
+            "mask/keep",
+        )  # [b, 1, 1, total]
+        ok = g.op1("And", [causal, keep], "mask/and")  # [b, 1, s, total]
+        bias = g.op1(
+            "Where",
+            [
+                ok,
+                g.const("zero_f", np.float32(0.0), np.float32),
+                g.const("neg_big", np.float32(-1e9), np.float32),
+            ],
+            "mask/bias",
+        )
+        shape_bshd = g.const("shape_q", [0, 0, h, d])
+        shape_kv = g.const("shape_kv", [0, 0, kvh, d])
+        expand = g.const("expand_kv", [1, 1, group, 1, 1])
+        shape_rep = g.const("shape_rep", [0, h, -1, d])
+        shape_out = g.const("shape_out", [0, 0, h * d])
+        scale = g.const("scale", np.float32(1.0 / np.sqrt(d)), np.float32)
+        for i in range(cfg.num_layers):
+            n = layer_names(i)
+            p = f"layers.{i}"
+            a = self._rms_plain(x, self._fetch(n["input_norm"]), f"{p}.input_norm")
+            q = self.linear_plain(
+                a, self._fetch(n["q"]), self._fetch(n["q_bias"]), f"{p}.q_proj", self.precision
+            )
+            k = self.linear_plain(
+                a, self._fetch(n["k"]), self._fetch(n["k_bias"]), f"{p}.k_proj", self.precision
+            )
+            v = self.linear_plain(
+                a, self._fetch(n["v"]), self._fetch(n["v_bias"]), f"{p}.v_proj", self.precision
+            )
+
+            def heads(t: str, shape: str, tag: str, p: str = p) -> str:
+                r = g.op1("Reshape", [t, shape], f"{p}/{tag}/Reshape")
+                return g.op1("Transpose", [r], f"{p}/{tag}/Transpose", perm=[0, 2, 1, 3])
+
+            q = self._rotate(heads(q, shape_bshd, "q"), cos, sin, f"{p}/q_rope")  # [b, h, s, d]
+            k = self._rotate(heads(k, shape_kv, "k"), cos, sin, f"{p}/k_rope")  # [b, kv, s, d]
+            v = heads(v, shape_kv, "v")
+            k_all = g.op1("Concat", [f"past_key_values.{i}.key", k], f"{p}/k_cat", axis=2)
+            v_all = g.op1("Concat", [f"past_key_values.{i}.value", v], f"{p}/v_cat", axis=2)
+            g.nodes.append(helper.make_node("Identity", [k_all], [f"present.{i}.key"], name=f"{p}/present_k"))
+            g.nodes.append(
+                helper.make_node("Identity", [v_all], [f"present.{i}.value"], name=f"{p}/present_v")
+            )
+
+            def repeat(t: str, tag: str, p: str = p) -> str:
+                u = g.op1(
+                    "Unsqueeze", [t, g.const("axes_2", [2])], f"{p}/{tag}/Unsqueeze"
+                )  # [b, kv, 1, T, d]
+                e = g.op1("Expand", [u, expand], f"{p}/{tag}/Expand")  # [b, kv, group, T, d]
+                return g.op1("Reshape", [e, shape_rep], f"{p}/{tag}/Reshape")  # [b, h, T, d]
+
+            k_rep, v_rep = repeat(k_all, "k_rep"), repeat(v_all, "v_rep")
+            scores = g.op1(
+                "Mul",
+                [
+                    g.op1(
+                        "MatMul", [q, g.op1("Transpose", [k_rep], f"{p}/kT", perm=[0, 1, 3, 2])], f"{p}/qk"
+                    ),
+                    scale,
+                ],
+                f"{p}/scale",
+            )  # [b, h, s, T]
+            probs = g.op1("Softmax", [g.op1("Add", [scores, bias], f"{p}/bias")], f"{p}/softmax", axis=-1)
+            att = g.op1("MatMul", [probs, v_rep], f"{p}/pv")  # [b, h, s, d]
+            att = g.op1(
+                "Reshape",
+                [g.op1("Transpose", [att], f"{p}/att/Transpose", perm=[0, 2, 1, 3]), shape_out],
+                f"{p}/att/Reshape",
+            )
+            x = g.op1(
+                "Add",
+                [x, self.linear_plain(att, self._fetch(n["o"]), None, f"{p}.o_proj", self.precision)],
+                f"{p}/res1",
+            )
+            m = self._rms_plain(x, self._fetch(n["post_norm"]), f"{p}.post_norm")
+            gate = self.linear_plain(m, self._fetch(n["gate"]), None, f"{p}.gate_proj", self.precision)
+            up = self.linear_plain(m, self._fetch(n["up"]), None, f"{p}.up_proj", self.precision)
+            act = g.op1(
+                "Mul",
+                [g.op1("Mul", [gate, g.op1("Sigmoid", [gate], f"{p}/sig")], f"{p}/silu"), up],
+                f"{p}/gu",
+            )
+            x = g.op1(
+                "Add",
+                [x, self.linear_plain(act, self._fetch(n["down"]), None, f"{p}.down_proj", self.precision)],
+                f"{p}/res2",
+            )
+            self._tick(f"layer {i + 1}/{cfg.num_layers}")
+        final = self._rms_plain(x, self._fetch(FINAL_NORM), "final_norm")
+        self.linear_plain(final, self._head_weight(), None, "lm_head", self.head_precision)
+        g.nodes[-1].output[0] = "logits"
+        self._tick("lm head")
+        return self._model("plain")
+
+
+def build_graph(
+    cfg: QwenConfig,
+    fetch: Fetch,
+    style: str = "fast",
+    precision: str = "int4",
+    head_precision: str = "int8",
+    progress: Progress | None = None,
+) -> onnx.ModelProto:
+    """Build the ONNX model of a Qwen2 decoder whose tensors ``fetch(name)`` returns (HF names, float32)."""
+    return _Writer(cfg, fetch, precision, head_precision, progress).build(style)
+
+
+__all__ = ["PRECISIONS", "STYLES", "BlockQuantized", "build_graph"]

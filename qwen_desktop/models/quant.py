@@ -1,0 +1,89 @@
+"""Blockwise weight quantization in the layouts ONNX Runtime's MatMulNBits and GatherBlockQuantized read.
+
+A weight ``W`` of shape ``[N, K]`` (out x in, the Hugging Face layout) is cut along K into blocks of
+``block_size`` values. Each block gets a float scale and an unsigned zero point (asymmetric quantization:
+``w ~ (q - zero_point) * scale``, with 0 always representable). 4-bit values are packed two per byte, the
+even element in the low nibble.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class BlockQuantized:
+    """A quantized ``[N, K]`` matrix.
+
+    Attributes:
+        packed: uint8 ``[N, n_blocks, block_size * bits // 8]``; MatMulNBits' ``B`` input.
+        scales: float32 ``[N, n_blocks]``.
+        zero_points: uint8, ``[N, ceil(n_blocks / 2)]`` for 4 bits (packed), ``[N, n_blocks]`` for 8 bits.
+        codes: uint8 ``[N, n_blocks * block_size]``, one unpacked code per value (for dequantizing and tests).
+        zp_codes: uint8 ``[N, n_blocks]``, one zero point per block, unpacked.
+    """
+
+    bits: int
+    block_size: int
+    n: int
+    k: int
+    packed: np.ndarray
+    scales: np.ndarray
+    zero_points: np.ndarray
+    codes: np.ndarray
+    zp_codes: np.ndarray
+
+    @property
+    def n_blocks(self) -> int:
+        return self.scales.shape[1]
+
+    def dequantize(self) -> np.ndarray:
+        """Back to float32 ``[N, K]``."""
+        q = self.codes.reshape(self.n, self.n_blocks, self.block_size).astype(np.float32)
+        w = (q - self.zp_codes[:, :, None].astype(np.float32)) * self.scales[:, :, None]
+        return w.reshape(self.n, -1)[:, : self.k]
+
+
+def pack_nibbles(codes: np.ndarray) -> np.ndarray:
+    """Pack 4-bit codes along the last axis (even length), element 2j low, 2j+1 high."""
+    return (codes[..., 0::2] | (codes[..., 1::2] << 4)).astype(np.uint8)
+
+
+def quantize_blockwise(w: np.ndarray, bits: int = 4, block_size: int = 32) -> BlockQuantized:
+    """Quantize a float ``[N, K]`` matrix to ``bits`` (4 or 8) in blocks along K."""
+    if bits not in (4, 8):
+        raise ValueError(f"bits must be 4 or 8, got {bits}")
+    w = np.asarray(w, dtype=np.float32)
+    n, k = w.shape
+    n_blocks = -(-k // block_size)
+    pad = n_blocks * block_size - k
+    if pad:
+        w = np.pad(w, ((0, 0), (0, pad)))
+    blocks = w.reshape(n, n_blocks, block_size)
+    qmax = (1 << bits) - 1
+    lo = np.minimum(blocks.min(axis=-1), 0.0)  # [N, n_blocks]
+    hi = np.maximum(blocks.max(axis=-1), 0.0)
+    scales = (hi - lo) / qmax
+    scales = np.where(scales == 0.0, 1.0, scales).astype(np.float32)
+    zp = np.clip(np.round(-lo / scales), 0, qmax).astype(np.uint8)  # [N, n_blocks]
+    codes = np.clip(np.round(blocks / scales[:, :, None]) + zp[:, :, None], 0, qmax).astype(np.uint8)
+    if bits == 4:
+        packed = pack_nibbles(codes)  # [N, n_blocks, block_size / 2]
+        zp_padded = np.pad(zp, ((0, 0), (0, n_blocks % 2)), constant_values=8)
+        zero_points = pack_nibbles(zp_padded)  # [N, ceil(n_blocks / 2)]
+    else:
+        packed = codes
+        zero_points = zp
+    return BlockQuantized(
+        bits=bits,
+        block_size=block_size,
+        n=n,
+        k=k,
+        packed=packed,
+        scales=scales,
+        zero_points=zero_points,
+        codes=codes.reshape(n, -1),
+        zp_codes=zp,
+    )

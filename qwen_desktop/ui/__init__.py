@@ -1,0 +1,1 @@
+"""The Qt (PySide6) desktop interface."""

@@ -1,0 +1,80 @@
+"""Shared fixtures: tiny models built in the test session, and the real model when it is on disk."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+REAL_MODEL_ENV = "QWEN_REAL_MODEL"
+REAL_MODEL_DEFAULT = Path.home() / ".cache" / "qwen-real-model" / "qwen2.5-coder-0.5b-instruct.gguf"
+
+
+def real_model_path() -> Path | None:
+    p = Path(os.environ.get(REAL_MODEL_ENV, REAL_MODEL_DEFAULT))
+    return p if p.is_file() else None
+
+
+@pytest.fixture(scope="session")
+def real_gguf() -> Path:
+    p = real_model_path()
+    if p is None:
+        pytest.skip(
+            f"real model not found at {os.environ.get(REAL_MODEL_ENV, REAL_MODEL_DEFAULT)}: "
+            "run ../shared/tools/fetch-real-model (or set QWEN_REAL_MODEL)"
+        )
+    return p
+
+
+@pytest.fixture(scope="session")
+def tiny_tokenizer():
+    from qwen_desktop.models.tiny import make_tokenizer
+
+    return make_tokenizer()
+
+
+@pytest.fixture(scope="session")
+def tiny_cfg(tiny_tokenizer):
+    from qwen_desktop.models.tiny import tiny_config
+
+    return tiny_config(len(tiny_tokenizer[0]))
+
+
+@pytest.fixture(scope="session")
+def tiny_weights(tiny_cfg):
+    from qwen_desktop.models.tiny import make_weights
+
+    return make_weights(tiny_cfg, seed=0)
+
+
+@pytest.fixture(scope="session")
+def tiny_gguf(tmp_path_factory, tiny_cfg, tiny_weights, tiny_tokenizer) -> Path:
+    from qwen_desktop.models.tiny import write_gguf
+
+    return write_gguf(tmp_path_factory.mktemp("gguf") / "tiny.gguf", tiny_cfg, tiny_weights, tiny_tokenizer)
+
+
+@pytest.fixture(scope="session")
+def tiny_hf(tmp_path_factory, tiny_cfg, tiny_weights, tiny_tokenizer) -> Path:
+    from qwen_desktop.models.tiny import write_hf_folder
+
+    return write_hf_folder(tmp_path_factory.mktemp("hf") / "tiny-hf", tiny_cfg, tiny_weights, tiny_tokenizer)
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory, tiny_gguf) -> Path:
+    """The default build (fast graph, int4 layers, int8 head) of the tiny GGUF model."""
+    from qwen_desktop.models.builder import build_model
+
+    return build_model(tiny_gguf, tmp_path_factory.mktemp("built") / "tiny-int4").folder
+
+
+@pytest.fixture(scope="session")
+def tiny_fp32_dir(tmp_path_factory, tiny_gguf) -> Path:
+    """An fp32 fast build: its logits match the numpy reference to 1e-4, so greedy output can be compared."""
+    from qwen_desktop.models.builder import build_model
+
+    return build_model(tiny_gguf, tmp_path_factory.mktemp("built") / "tiny-fp32", precision="fp32").folder

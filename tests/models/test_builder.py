@@ -1,0 +1,187 @@
+"""The built ONNX graphs compute what the numpy reference computes."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from qwen_desktop.models.builder import build_model, read_manifest
+from qwen_desktop.models.quant import quantize_blockwise
+from qwen_desktop.models.reference import ReferenceModel
+from qwen_desktop.models.weights import EMBED, LM_HEAD, layer_names
+from tests.onnx_steps import StepRunner
+
+PROMPT = [5, 17, 100, 3, 250, 7, 9, 42, 64, 128]
+DECODE = [11, 12, 13, 14, 15, 16, 17, 18]  # 8 decode steps
+
+
+def _reference_logits(cfg, weights):
+    ref = ReferenceModel(cfg, weights)
+    out = [ref.forward(PROMPT)]
+    out += [ref.forward([t]) for t in DECODE]
+    return out
+
+
+def _onnx_logits(folder):
+    run = StepRunner(folder)
+    out = [run.forward(PROMPT)]
+    out += [run.forward([t]) for t in DECODE]
+    return out
+
+
+def _as_quantized(cfg, weights, precision, head_precision, style="fast"):
+    """The weights as the builder's quantizer leaves them: what the quantized graph should compute.
+    (The plain style keeps the embedding in fp32: a standard-op Gather cannot read blocks.)"""
+    bits = {"int4": 4, "int8": 8}
+    out = dict(weights)
+
+    def rt(name, prec):
+        if prec in bits:
+            out[name] = quantize_blockwise(weights[name], bits[prec]).dequantize()
+
+    for i in range(cfg.num_layers):
+        n = layer_names(i)
+        for key in ("q", "k", "v", "o", "gate", "up", "down"):
+            rt(n[key], precision)
+    if style == "fast":
+        rt(EMBED, head_precision)
+    rt(LM_HEAD, head_precision)
+    return out
+
+
+@pytest.mark.parametrize("style", ["fast", "plain"])
+@pytest.mark.parametrize("source", ["gguf", "hf"])
+def test_fp32_matches_reference_on_prefill_and_8_decode_steps(
+    tmp_path, request, style, source, tiny_cfg, tiny_weights
+):
+    src = request.getfixturevalue(f"tiny_{source}")
+    folder = build_model(src, tmp_path / "m", precision="fp32", style=style).folder
+    want = _reference_logits(tiny_cfg, tiny_weights)
+    got = _onnx_logits(folder)
+    assert got[0].shape == (len(PROMPT), tiny_cfg.vocab_size)
+    for step, (g, w) in enumerate(zip(got, want, strict=True)):
+        assert np.abs(g - w).max() < 1e-4, f"step {step}"
+
+
+# Bounds measured on the tiny model (random weights are the hardest case for 4-bit: no outliers to
+# exploit, nothing redundant). The error is against the reference run on the same de-quantized weights,
+# so it measures the graph (int8 activations at accuracy level 4), not the quantizer.
+GRAPH_ERROR_BOUND = {"int8": 0.35, "int4": 0.35}
+# Against the original fp32 weights: what quantization itself costs on this model.
+QUANT_ERROR_BOUND = {"int8": 0.5, "int4": 3.0}
+
+
+@pytest.mark.parametrize("style", ["fast", "plain"])
+@pytest.mark.parametrize("precision", ["int8", "int4"])
+def test_quantized_build_agrees_with_reference(tmp_path, tiny_gguf, tiny_cfg, tiny_weights, style, precision):
+    folder = build_model(
+        tiny_gguf, tmp_path / "m", precision=precision, head_precision=precision, style=style
+    ).folder
+    got = _onnx_logits(folder)
+    same_weights = _reference_logits(
+        tiny_cfg, _as_quantized(tiny_cfg, tiny_weights, precision, precision, style)
+    )
+    original = _reference_logits(tiny_cfg, tiny_weights)
+    agree = total = 0
+    for g, w, o in zip(got, same_weights, original, strict=True):
+        assert np.abs(g - w).max() < GRAPH_ERROR_BOUND[precision]
+        assert np.abs(g - o).max() < QUANT_ERROR_BOUND[precision]
+        for row_g, row_w in zip(g, w, strict=True):
+            total += 1
+            if row_g.argmax() == row_w.argmax():
+                agree += 1
+            else:  # only a near tie may flip: the graph's pick scores within the error bound of the best
+                assert row_w.max() - row_w[row_g.argmax()] < 2 * GRAPH_ERROR_BOUND[precision]
+    assert agree >= 0.9 * total, f"top-1 agreed at {agree}/{total} positions"
+
+
+def test_default_build_is_int4_fast_with_int8_head_and_writes_a_complete_manifest(tiny_model_dir, tiny_gguf):
+    m = read_manifest(tiny_model_dir)
+    assert (m["style"], m["precision"], m["head_precision"]) == ("fast", "int4", "int8")
+    tokens = json.loads((tiny_model_dir / "tokenizer.json").read_text())
+    assert m["end_of_turn_id"] == next(
+        t["id"] for t in tokens["added_tokens"] if t["content"] == "<|im_end|>"
+    )
+    assert m["eos_token_ids"][0] == m["end_of_turn_id"]
+    assert "<|im_start|>" in m["chat_template"]
+    import hashlib
+
+    assert m["source"]["files"][0]["sha256"] == hashlib.sha256(tiny_gguf.read_bytes()).hexdigest()
+    assert m["config"]["num_layers"] == 2 and m["max_context"] == 512
+    assert sorted(p.name for p in tiny_model_dir.iterdir()) == [
+        "manifest.json",
+        "model.onnx",
+        "tokenizer.json",
+    ]
+
+
+def test_fast_graph_uses_the_fused_cpu_ops(tiny_model_dir):
+    import onnx
+
+    model = onnx.load(str(tiny_model_dir / "model.onnx"))
+    ops = [n.op_type for n in model.graph.node]
+    assert ops.count("GroupQueryAttention") == 2
+    assert ops.count("MatMulNBits") == 2 * 4 + 1  # qkv, o, gate_up, down per layer; the head
+    assert "GatherBlockQuantized" in ops
+    assert "SkipSimplifiedLayerNormalization" in ops
+    for n in model.graph.node:
+        if n.op_type == "MatMulNBits":
+            attrs = {a.name: a.i for a in n.attribute}
+            assert attrs["block_size"] == 32 and attrs["accuracy_level"] == 4
+
+
+def test_fast_graph_computes_logits_only_for_the_kept_positions(tiny_model_dir):
+    run = StepRunner(tiny_model_dir)
+    feeds = dict(run.past)
+    n = 40
+    feeds.update(
+        input_ids=np.arange(1, n + 1, dtype=np.int64)[None],
+        attention_mask=np.ones((1, n), np.int64),
+        num_logits_to_keep=np.array(1, np.int64),
+    )
+    logits = run.session.run(["logits"], feeds)[0]
+    assert logits.shape == (1, 1, run.manifest["config"]["vocab_size"])
+
+
+def test_tied_embeddings_build_and_match(tmp_path, tiny_tokenizer):
+    from qwen_desktop.models.tiny import make_weights, tiny_config, write_hf_folder
+
+    cfg = tiny_config(len(tiny_tokenizer[0]), tie_word_embeddings=True)
+    weights = make_weights(cfg, seed=3)
+    weights[LM_HEAD] = weights[EMBED]
+    src = write_hf_folder(tmp_path / "tied", cfg, weights, tiny_tokenizer)
+    assert "lm_head.weight" not in (src / "model.safetensors").read_bytes()[:4000].decode("latin-1")
+    folder = build_model(src, tmp_path / "m", precision="fp32").folder
+    got, want = _onnx_logits(folder), _reference_logits(cfg, weights)
+    assert max(np.abs(g - w).max() for g, w in zip(got, want, strict=True)) < 1e-4
+
+
+def test_external_data_is_used_past_the_protobuf_limit(tmp_path, tiny_gguf, monkeypatch):
+    import qwen_desktop.models.builder as builder
+
+    monkeypatch.setattr(builder, "PROTOBUF_LIMIT", 10_000)  # pretend the tiny model is a 7B one
+    folder = build_model(tiny_gguf, tmp_path / "m", precision="fp32").folder
+    assert (folder / "model.onnx.data").stat().st_size > (folder / "model.onnx").stat().st_size
+    want = _reference_logits(builder.open_source(tiny_gguf).config, _weights_of(tiny_gguf))
+    got = _onnx_logits(folder)
+    assert np.abs(got[0] - want[0]).max() < 1e-4
+
+
+def _weights_of(path):
+    from qwen_desktop.models.builder import open_source
+    from qwen_desktop.models.weights import load_all
+
+    return load_all(open_source(path))
+
+
+def test_progress_reports_every_layer(tmp_path, tiny_gguf):
+    seen = []
+    build_model(
+        tiny_gguf, tmp_path / "m", progress=lambda stage, done, total: seen.append((stage, done, total))
+    )
+    stages = [s for s, _, _ in seen]
+    assert "layer 1/2" in stages and "layer 2/2" in stages and stages[-1] == "done"
+    layer_ticks = [(d, t) for s, d, t in seen if s.startswith(("embedding", "layer", "lm head"))]
+    assert [d for d, _ in layer_ticks] == [1, 2, 3, 4] and all(t == 4 for _, t in layer_ticks)

@@ -106,8 +106,8 @@ class GGUFSource:
             num_kv_heads=int(
                 self._field(f"{a}.attention.head_count_kv", self._require(f"{a}.attention.head_count"))
             ),
-            rope_theta=float(self._field(f"{a}.rope.freq_base", 1_000_000.0)),
-            rms_norm_eps=float(self._field(f"{a}.attention.layer_norm_rms_epsilon", 1e-6)),
+            rope_theta=_f32(self._field(f"{a}.rope.freq_base", 1_000_000.0)),
+            rms_norm_eps=_f32(self._field(f"{a}.attention.layer_norm_rms_epsilon", 1e-6)),
             max_context=int(self._field(f"{a}.context_length", 32768)),
             tie_word_embeddings=LM_HEAD not in self._tensors,
         )
@@ -183,6 +183,11 @@ class GGUFSource:
         # GGUFReader keeps a numpy memmap; dropping the references lets the OS unmap the file.
         self._tensors.clear()
         self._reader = None
+
+
+def _f32(value: Any) -> float:
+    """A float32 metadata value as the decimal it was written from (9.99999997e-07 -> 1e-06)."""
+    return float(str(np.float32(value)))
 
 
 def _open_reader(path: Path) -> Any:

@@ -59,7 +59,7 @@ class GGUFSource:
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
         self.description = self.path.name
-        self.source_files = (self.path,)
+        self.source_files: tuple[Path, ...] = (self.path,)
         self._reader = _open_reader(self.path)
         self.architecture = str(self._field("general.architecture", "unknown"))
         if self.architecture not in SUPPORTED_ARCHITECTURES:

@@ -37,18 +37,20 @@ class BlockQuantized:
 
     @property
     def n_blocks(self) -> int:
-        return self.scales.shape[1]
+        return int(self.scales.shape[1])
 
     def dequantize(self) -> np.ndarray:
         """Back to float32 ``[N, K]``."""
         q = self.codes.reshape(self.n, self.n_blocks, self.block_size).astype(np.float32)
         w = (q - self.zp_codes[:, :, None].astype(np.float32)) * self.scales[:, :, None]
-        return w.reshape(self.n, -1)[:, : self.k]
+        out: np.ndarray = w.reshape(self.n, -1)[:, : self.k]
+        return out
 
 
 def pack_nibbles(codes: np.ndarray) -> np.ndarray:
     """Pack 4-bit codes along the last axis (even length), element 2j low, 2j+1 high."""
-    return (codes[..., 0::2] | (codes[..., 1::2] << 4)).astype(np.uint8)
+    packed: np.ndarray = (codes[..., 0::2] | (codes[..., 1::2] << 4)).astype(np.uint8)
+    return packed
 
 
 def quantize_blockwise(w: np.ndarray, bits: int = 4, block_size: int = 32) -> BlockQuantized:

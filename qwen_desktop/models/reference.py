@@ -13,7 +13,8 @@ from qwen_desktop.models.weights import EMBED, FINAL_NORM, LM_HEAD, QwenConfig, 
 
 def rms_norm(x: np.ndarray, weight: np.ndarray, eps: float) -> np.ndarray:
     var = np.mean(x.astype(np.float64) ** 2, axis=-1, keepdims=True)
-    return (x / np.sqrt(var + eps) * weight).astype(np.float32)
+    out: np.ndarray = (x / np.sqrt(var + eps) * weight).astype(np.float32)
+    return out
 
 
 def rope_tables(head_dim: int, theta: float, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -27,7 +28,8 @@ def apply_rope(x: np.ndarray, cos: np.ndarray, sin: np.ndarray) -> np.ndarray:
     """Rotate halves (the Hugging Face / NeoX layout). x: ``[heads, seq, head_dim]``; cos, sin: ``[seq, d/2]``."""
     half = x.shape[-1] // 2
     x1, x2 = x[..., :half], x[..., half:]
-    return np.concatenate([x1 * cos - x2 * sin, x2 * cos + x1 * sin], axis=-1).astype(np.float32)
+    out: np.ndarray = np.concatenate([x1 * cos - x2 * sin, x2 * cos + x1 * sin], axis=-1).astype(np.float32)
+    return out
 
 
 def silu(x: np.ndarray) -> np.ndarray:
@@ -91,7 +93,8 @@ class ReferenceModel:
             m = rms_norm(x, w[n["post_norm"]], cfg.rms_norm_eps)
             x = x + (silu(m @ w[n["gate"]].T) * (m @ w[n["up"]].T)) @ w[n["down"]].T
         x = rms_norm(x, w[FINAL_NORM], cfg.rms_norm_eps)
-        return (x @ w[LM_HEAD].T).astype(np.float32)
+        logits: np.ndarray = (x @ w[LM_HEAD].T).astype(np.float32)
+        return logits
 
     def greedy(self, prompt: list[int], n: int, stop_ids: tuple[int, ...] = ()) -> list[int]:
         """Greedy continuation of ``prompt`` for up to ``n`` tokens (a fresh cache)."""

@@ -1,0 +1,130 @@
+"""Fit a conversation into the context window, counted in the model's own tokens.
+
+The system prompt and the newest turns are kept, room is reserved for the reply, and the caller is told
+what was dropped. A single message too long for the window is cut in the middle with a notice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from qwen_desktop.engine.chat_template import Message, render_chat
+from qwen_desktop.engine.tokenizer import ChatTokenizer
+
+TRIM_MARK = "\n[… trimmed to fit the context …]\n"
+MIN_REPLY_ROOM = 16
+
+
+@dataclass(frozen=True)
+class ContextPlan:
+    """The prompt to run and what it cost.
+
+    Attributes:
+        prompt: token ids of the rendered conversation, ending with the assistant's opening.
+        messages: the messages that made it in (after dropping and trimming).
+        dropped: how many of the oldest non-system messages were left out.
+        trimmed: whether a message had to be cut to fit.
+        reply_room: tokens left for the answer (``limit - len(prompt)``).
+        system_tokens / history_tokens: the prompt split into system prompt and conversation.
+    """
+
+    prompt: list[int]
+    messages: list[Message]
+    dropped: int
+    trimmed: bool
+    limit: int
+    reply_room: int
+    system_tokens: int
+    history_tokens: int
+
+    @property
+    def used(self) -> int:
+        return len(self.prompt)
+
+    def notice(self) -> str | None:
+        """A sentence for the user when something was left out, else None."""
+        parts = []
+        if self.dropped:
+            parts.append(f"{self.dropped} older message{'s' if self.dropped != 1 else ''} left out")
+        if self.trimmed:
+            parts.append("a message was shortened")
+        return ("To fit the context: " + ", ".join(parts) + ".") if parts else None
+
+
+class ContextBuilder:
+    """Renders and counts conversations for one tokenizer and chat template."""
+
+    def __init__(self, tokenizer: ChatTokenizer, template: str | None) -> None:
+        self.tokenizer = tokenizer
+        self.template = template
+
+    def encode(self, messages: Sequence[Message]) -> list[int]:
+        return self.tokenizer.encode(render_chat(self.template, messages, add_generation_prompt=True))
+
+    def plan(self, messages: Sequence[Message], limit: int, reply_room: int) -> ContextPlan:
+        """Choose what fits in ``limit`` tokens while leaving ``reply_room`` for the answer.
+
+        ``reply_room`` is capped at half the limit, so a long reply setting never crowds out the question.
+        """
+        reply_room = max(MIN_REPLY_ROOM, min(reply_room, limit // 2))
+        budget = limit - reply_room
+        msgs = list(messages)
+        system = msgs[:1] if msgs and msgs[0]["role"] == "system" else []
+        rest = msgs[len(system) :]
+        dropped = 0
+        ids = self.encode(system + rest)
+        if len(ids) > budget and len(rest) > 1:
+            # Find the most turns that fit: cost of each message measured once, then confirmed by rendering.
+            sizes = [self.tokenizer.count(m["content"]) + 5 for m in rest]  # +5: the ChatML wrapping
+            fixed = len(self.encode(system + rest[-1:])) - sizes[-1]
+            keep = 1
+            total = fixed + sizes[-1]
+            while keep < len(rest) and total + sizes[-keep - 1] <= budget:
+                total += sizes[-keep - 1]
+                keep += 1
+            while True:
+                ids = self.encode(system + rest[-keep:])
+                if len(ids) <= budget or keep == 1:
+                    break
+                keep -= 1
+            dropped = len(rest) - keep
+            rest = rest[-keep:]
+        trimmed = False
+        if len(ids) > budget:
+            system, rest = self._trim(system, rest, budget)
+            ids = self.encode(system + rest)
+            trimmed = True
+        sys_tokens = len(self.encode(system)) if system else 0
+        return ContextPlan(
+            prompt=ids,
+            messages=system + rest,
+            dropped=dropped,
+            trimmed=trimmed,
+            limit=limit,
+            reply_room=limit - len(ids),
+            system_tokens=sys_tokens,
+            history_tokens=len(ids) - sys_tokens,
+        )
+
+    def _trim(
+        self, system: list[Message], rest: list[Message], budget: int
+    ) -> tuple[list[Message], list[Message]]:
+        """Cut the middle out of the longest message(s) until the prompt fits: the start (context) and the
+        end (usually the actual question) survive."""
+        system = [dict(m) for m in system]
+        rest = [dict(m) for m in rest]
+        for _ in range(8):
+            over = len(self.encode(system + rest)) - budget
+            if over <= 0:
+                break
+            target = max(system + rest, key=lambda m: len(m["content"]))
+            ids = self.tokenizer.encode(target["content"])
+            keep = max(0, len(ids) - over - self.tokenizer.count(TRIM_MARK) - 8)
+            head, tail = keep // 2, keep - keep // 2
+            target["content"] = (
+                self.tokenizer.decode(ids[:head])
+                + TRIM_MARK
+                + (self.tokenizer.decode(ids[-tail:]) if tail else "")
+            )
+        return system, rest

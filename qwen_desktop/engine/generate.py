@@ -1,0 +1,262 @@
+"""Streaming generation: ``generate_step`` yields token ids, ``stream_generate`` yields text events.
+
+A chain of small functions in the gpt-fast manner: ``prefill`` -> ``choose`` -> ``verify_step`` (one
+forward pass over the last token plus any prompt-lookup draft) -> back to ``choose``.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Generator, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from qwen_desktop.engine.sampler import LogitsProcessor, Sampler, make_repetition_penalty, make_sampler
+from qwen_desktop.engine.session import ContextFullError, OnnxModel
+from qwen_desktop.engine.tokenizer import ChatTokenizer, StreamingDetokenizer
+
+FinishReason = Literal["stop", "length", "cancelled", "error"]
+PREFILL_CHUNK = 512  # tokens per prefill pass: bounds attention memory and lets cancel act mid-prompt
+
+
+@dataclass(frozen=True)
+class SamplingParams:
+    """How to pick tokens and when to stop. temperature 0 is greedy."""
+
+    temperature: float = 0.7
+    top_p: float = 0.8
+    top_k: int = 20
+    min_p: float = 0.0
+    repetition_penalty: float = 1.05
+    seed: int | None = None
+    max_tokens: int = 1024
+
+
+GREEDY = SamplingParams(temperature=0.0, top_p=1.0, top_k=0, repetition_penalty=1.0)
+
+
+@dataclass(frozen=True)
+class GenerationStats:
+    """Figures of one generation. Rates are tokens per second; times are seconds."""
+
+    prompt_tokens: int
+    reused_tokens: int
+    generated_tokens: int
+    ttft: float
+    prefill_tps: float
+    decode_tps: float
+    total: float
+    drafted_tokens: int = 0
+    accepted_tokens: int = 0
+
+    @property
+    def prefill_tokens(self) -> int:
+        return self.prompt_tokens - self.reused_tokens
+
+
+@dataclass(frozen=True)
+class TextPiece:
+    """New text of the answer (possibly empty while a multi-byte character is unfinished) and its token."""
+
+    text: str
+    token: int
+
+
+@dataclass(frozen=True)
+class Finished:
+    """The last event of every stream."""
+
+    reason: FinishReason
+    stats: GenerationStats
+    error: str | None = None
+
+
+GenerationEvent = TextPiece | Finished
+
+
+def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    n = min(len(a), len(b))
+    if n == 0:
+        return 0
+    x, y = np.asarray(a[:n]), np.asarray(b[:n])
+    diff = np.nonzero(x != y)[0]
+    return int(diff[0]) if diff.size else n
+
+
+def find_draft(seq: Sequence[int], max_draft: int, max_ngram: int = 3, min_ngram: int = 1) -> list[int]:
+    """Prompt-lookup drafting: find the latest earlier occurrence of the sequence's last n tokens
+    (longest n first) and propose the tokens that followed it."""
+    if max_draft <= 0 or len(seq) < 2:
+        return []
+    arr = np.asarray(seq, dtype=np.int64)
+    for n in range(min(max_ngram, len(arr) - 1), min_ngram - 1, -1):
+        tail = arr[-n:]
+        windows = np.lib.stride_tricks.sliding_window_view(
+            arr[:-1], n
+        )  # [len - n, n], all but the tail itself
+        hits = np.nonzero((windows == tail).all(axis=1))[0]
+        if hits.size:
+            start = int(hits[-1]) + n
+            return [int(t) for t in arr[start : start + max_draft]]
+    return []
+
+
+def prefill(
+    model: OnnxModel, prompt: Sequence[int], cancel: threading.Event | None
+) -> tuple[np.ndarray | None, int]:
+    """Bring the cache to ``prompt``, reusing its longest common prefix. Returns (logits of the last
+    prompt position or None if cancelled, number of reused tokens)."""
+    reused = min(common_prefix(model.tokens, prompt), len(prompt) - 1)  # at least one token to get logits
+    model.rewind(reused)
+    todo = list(prompt[reused:])
+    logits = None
+    for start in range(0, len(todo), PREFILL_CHUNK):
+        if cancel is not None and cancel.is_set():
+            return None, reused
+        logits = model.forward(todo[start : start + PREFILL_CHUNK], keep=1)[-1]
+    return logits, reused
+
+
+def choose(
+    logits: np.ndarray, history: Sequence[int], sampler: Sampler, processor: LogitsProcessor | None
+) -> int:
+    if processor is not None:
+        logits = processor(logits, history)
+    return sampler(logits)
+
+
+def verify_step(
+    model: OnnxModel,
+    token: int,
+    draft: list[int],
+    history: list[int],
+    sampler: Sampler,
+    processor: LogitsProcessor | None,
+) -> list[int]:
+    """Feed ``token`` and a draft in one pass; return the draft tokens the model agrees with plus the
+    model's own next token. The cache keeps ``token`` and the accepted draft only."""
+    logits = model.forward([token, *draft], keep=len(draft) + 1)  # [1 + len(draft), vocab]
+    out: list[int] = []
+    for j in range(len(draft) + 1):
+        pick = choose(logits[j], [*history, token, *out], sampler, processor)
+        out.append(pick)
+        if j == len(draft) or pick != draft[j]:
+            break
+    model.rewind(model.length - (len(draft) - (len(out) - 1)))  # drop the rejected draft positions
+    return out
+
+
+def generate_step(
+    model: OnnxModel,
+    prompt: Sequence[int],
+    params: SamplingParams = GREEDY,
+    cancel: threading.Event | None = None,
+    prompt_lookup: bool | None = None,
+    num_draft: int = 4,
+    timings: dict[str, float] | None = None,
+) -> Generator[int, None, None]:
+    """Yield token ids after ``prompt`` until the caller stops iterating (no stop-token logic here).
+
+    Prompt lookup applies only to greedy decoding (its output is then identical to plain greedy);
+    ``None`` means on when greedy.
+    """
+    sampler = make_sampler(params.temperature, params.top_p, params.top_k, params.min_p, params.seed)
+    processor = make_repetition_penalty(params.repetition_penalty)
+    greedy = params.temperature <= 0.0
+    use_lookup = greedy if prompt_lookup is None else (prompt_lookup and greedy)
+    logits, reused = prefill(model, prompt, cancel)
+    if timings is not None:
+        timings["reused"] = reused
+        timings["prefill_end"] = time.perf_counter()
+    if logits is None:
+        return
+    history = list(prompt)
+    pending = [choose(logits, history, sampler, processor)]
+    while True:
+        token = pending.pop(0)
+        yield token
+        history.append(token)
+        if pending:
+            continue  # an accepted draft token: already in the cache
+        room = model.max_len - model.length - 1
+        if room < 0:
+            raise ContextFullError("the context is full")
+        draft = find_draft(history, min(num_draft, room)) if use_lookup else []
+        if timings is not None:
+            timings["drafted"] = timings.get("drafted", 0) + len(draft)
+        pending = verify_step(model, token, draft, history[:-1], sampler, processor)
+        if timings is not None:
+            timings["accepted"] = timings.get("accepted", 0) + len(pending) - 1
+
+
+def stream_generate(
+    model: OnnxModel,
+    tokenizer: ChatTokenizer,
+    prompt: Sequence[int],
+    params: SamplingParams = GREEDY,
+    stop_ids: Sequence[int] = (),
+    cancel: threading.Event | None = None,
+    prompt_lookup: bool | None = None,
+) -> Iterator[GenerationEvent]:
+    """Yield ``TextPiece`` events for the answer to ``prompt``, then one ``Finished`` with stats.
+
+    Stops at a stop id (not emitted), after ``params.max_tokens``, when the context is full, or when
+    ``cancel`` is set (checked before every forward pass, so within one decode step).
+    """
+    start = time.perf_counter()
+    timings: dict[str, float] = {}
+    detok = StreamingDetokenizer(tokenizer)
+    stops = set(stop_ids)
+    generated = 0
+    first_at = 0.0
+    reason: FinishReason = "length"
+    error: str | None = None
+    steps = generate_step(model, prompt, params, cancel, prompt_lookup, timings=timings)
+    try:
+        if params.max_tokens <= 0:
+            reason = "length"
+        else:
+            for token in steps:
+                if generated == 0:
+                    first_at = time.perf_counter()
+                if token in stops:
+                    reason = "stop"
+                    break
+                generated += 1
+                yield TextPiece(detok.add(token), token)
+                if generated >= params.max_tokens:
+                    reason = "length"
+                    break
+                if cancel is not None and cancel.is_set():
+                    reason = "cancelled"
+                    break
+            else:
+                reason = "cancelled"  # the generator ended by itself: cancelled during prefill
+    except ContextFullError:
+        reason = "length"
+    except Exception as exc:  # an ORT failure mid-answer: report it, keep what was written
+        reason, error = "error", f"{type(exc).__name__}: {exc}"
+    finally:
+        steps.close()
+    tail = detok.flush()
+    if tail:
+        yield TextPiece(tail, -1)
+    end = time.perf_counter()
+    prefill_end = timings.get("prefill_end", end)
+    reused = int(timings.get("reused", 0))
+    prefilled = len(prompt) - reused
+    stats = GenerationStats(
+        prompt_tokens=len(prompt),
+        reused_tokens=reused,
+        generated_tokens=generated,
+        ttft=(first_at or end) - start,
+        prefill_tps=prefilled / max(prefill_end - start, 1e-9),
+        decode_tps=(generated - 1) / (end - first_at) if generated > 1 and first_at else 0.0,
+        total=end - start,
+        drafted_tokens=int(timings.get("drafted", 0)),
+        accepted_tokens=int(timings.get("accepted", 0)),
+    )
+    yield Finished(reason, stats, error)

@@ -1,0 +1,129 @@
+"""Find what a model folder holds: our builder's layout (manifest.json) or a hub ONNX export."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from qwen_desktop.models.errors import ModelError
+
+HUB_GRAPH_CANDIDATES = (
+    "model.onnx",
+    "onnx/model_q4f16.onnx",
+    "onnx/model_q4.onnx",
+    "onnx/model_int8.onnx",
+    "onnx/model_quantized.onnx",
+    "onnx/model.onnx",
+)
+
+
+@dataclass(frozen=True)
+class ModelFiles:
+    """A runnable model folder.
+
+    Attributes:
+        style: ``fast`` (our contrib-op graph with a shared KV buffer) or ``plain`` (hub export layout).
+    """
+
+    folder: Path
+    graph: Path
+    tokenizer: Path
+    style: str
+    num_layers: int
+    num_kv_heads: int
+    head_dim: int
+    vocab_size: int
+    max_context: int
+    stop_ids: tuple[int, ...]
+    chat_template: str | None
+    name: str
+    precision: str = "unknown"
+    manifest: dict[str, Any] = field(default_factory=dict)
+
+
+def load_model_files(folder: Path) -> ModelFiles:
+    """Describe the model in ``folder``, or raise ModelError saying what is missing."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise ModelError(f"model folder {folder} does not exist")
+    if (folder / "manifest.json").is_file():
+        return _from_manifest(folder)
+    if (folder / "config.json").is_file():
+        return _from_hub_export(folder)
+    raise ModelError(f"{folder.name}: not a model folder (no manifest.json or config.json)")
+
+
+def _from_manifest(folder: Path) -> ModelFiles:
+    from qwen_desktop.models.builder import read_manifest
+
+    m = read_manifest(folder)
+    try:
+        cfg = m["config"]
+        files = ModelFiles(
+            folder=folder,
+            graph=folder / m["files"]["model"],
+            tokenizer=folder / m["files"]["tokenizer"],
+            style=m["style"],
+            num_layers=int(cfg["num_layers"]),
+            num_kv_heads=int(cfg["num_kv_heads"]),
+            head_dim=int(cfg["head_dim"]),
+            vocab_size=int(cfg["vocab_size"]),
+            max_context=int(m["max_context"]),
+            stop_ids=tuple(int(t) for t in m["eos_token_ids"]),
+            chat_template=m.get("chat_template"),
+            name=str(m.get("name") or m["source"]["name"]),
+            precision=str(m.get("precision", "unknown")),
+            manifest=m,
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ModelError(f"{folder.name}: manifest.json is incomplete ({exc})") from None
+    _check_present(files)
+    return files
+
+
+def _from_hub_export(folder: Path) -> ModelFiles:
+    cfg = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    if cfg.get("model_type") != "qwen2":
+        raise ModelError(f"{folder.name}: architecture '{cfg.get('model_type')}' is not supported")
+    graph = next((folder / c for c in HUB_GRAPH_CANDIDATES if (folder / c).is_file()), None)
+    if graph is None:
+        raise ModelError(f"{folder.name}: no ONNX graph found (looked for {', '.join(HUB_GRAPH_CANDIDATES)})")
+    tcfg: dict[str, Any] = {}
+    if (folder / "tokenizer_config.json").is_file():
+        tcfg = json.loads((folder / "tokenizer_config.json").read_text(encoding="utf-8"))
+    tok_path = folder / "tokenizer.json"
+    stops: list[int] = []
+    if tok_path.is_file():
+        doc = json.loads(tok_path.read_text(encoding="utf-8"))
+        ids = {t["content"]: int(t["id"]) for t in doc.get("added_tokens", [])}
+        stops = [ids[t] for t in ("<|im_end|>", "<|endoftext|>") if t in ids]
+    eos = cfg.get("eos_token_id")
+    for e in eos if isinstance(eos, list) else [eos]:
+        if e is not None and int(e) not in stops:
+            stops.append(int(e))
+    heads = int(cfg["num_attention_heads"])
+    files = ModelFiles(
+        folder=folder,
+        graph=graph,
+        tokenizer=tok_path,
+        style="plain",
+        num_layers=int(cfg["num_hidden_layers"]),
+        num_kv_heads=int(cfg.get("num_key_value_heads", heads)),
+        head_dim=int(cfg.get("head_dim", int(cfg["hidden_size"]) // heads)),
+        vocab_size=int(cfg["vocab_size"]),
+        max_context=int(cfg.get("max_position_embeddings", 32768)),
+        stop_ids=tuple(stops),
+        chat_template=tcfg.get("chat_template"),
+        name=folder.name,
+    )
+    _check_present(files)
+    return files
+
+
+def _check_present(files: ModelFiles) -> None:
+    if not files.graph.is_file():
+        raise ModelError(f"{files.folder.name}: {files.graph.name} is missing")
+    if not files.tokenizer.is_file():
+        raise ModelError(f"{files.folder.name}: tokenizer.json is missing")

@@ -1,0 +1,175 @@
+"""ONNX Runtime session and KV cache for one model folder.
+
+``OnnxModel.forward(ids)`` appends tokens to the cache and returns logits for the last positions;
+``rewind(n)`` drops cached positions past ``n`` so a new prompt that shares a prefix with the old one
+only prefills what differs.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from qwen_desktop.engine.model_files import ModelFiles
+from qwen_desktop.models.errors import ModelError
+
+
+def default_threads() -> int:
+    """Physical-core count is what ORT scales with; without a portable way to read it, use all CPUs."""
+    return max(1, os.cpu_count() or 1)
+
+
+class ContextFullError(ModelError):
+    """More tokens than the KV cache was sized for."""
+
+
+class OnnxModel:
+    """A loaded graph plus its KV cache. Not thread-safe: one generation at a time.
+
+    Args:
+        files: the model folder.
+        threads: ONNX Runtime intra-op threads (0 = all cores).
+        max_len: KV cache capacity in tokens (prompt + reply).
+        spinning: let idle ORT threads spin between ops (lower latency, more CPU).
+    """
+
+    def __init__(
+        self, files: ModelFiles, threads: int = 0, max_len: int = 4096, spinning: bool = True
+    ) -> None:
+        import onnxruntime as ort
+
+        self.files = files
+        self.threads = threads or default_threads()
+        self.max_len = min(max_len, files.max_context)
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = self.threads
+        opts.inter_op_num_threads = 1
+        opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        opts.add_session_config_entry("session.intra_op.allow_spinning", "1" if spinning else "0")
+        opts.log_severity_level = 3
+        started = time.perf_counter()
+        try:
+            self.session = ort.InferenceSession(str(files.graph), opts, providers=["CPUExecutionProvider"])
+        except Exception as exc:  # ORT raises its own Fail/InvalidGraph/NoSuchFile types
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise ModelError(f"{files.folder.name}: the model cannot be loaded ({first[:300]})") from None
+        self.load_seconds = time.perf_counter() - started
+        self._ort = ort
+        inputs = {i.name: i for i in self.session.get_inputs()}
+        self._input_names = set(inputs)
+        self.kv_dtype = np.float16 if "float16" in inputs["past_key_values.0.key"].type else np.float32
+        self.tokens: list[int] = []  # what the cache holds, position by position
+        if files.style == "fast":
+            self._init_fast()
+        else:
+            self._init_plain()
+
+    # -- cache ------------------------------------------------------------------------------------------------
+    @property
+    def length(self) -> int:
+        return len(self.tokens)
+
+    def _init_fast(self) -> None:
+        f = self.files
+        shape = (1, f.num_kv_heads, self.max_len, f.head_dim)  # [batch, kv_heads, max_len, head_dim]
+        self._kv = {
+            f"{i}.{kind}": self._ort.OrtValue.ortvalue_from_numpy(np.zeros(shape, self.kv_dtype))
+            for i in range(f.num_layers)
+            for kind in ("key", "value")
+        }
+        self._mask = np.ones((1, self.max_len), np.int64)  # attention_mask views are slices of this
+        self._logits: dict[int, Any] = {}
+        self._binding = self.session.io_binding()
+        for name, value in self._kv.items():
+            # past and present are one buffer: GroupQueryAttention writes the new positions in place.
+            self._binding.bind_ortvalue_input(f"past_key_values.{name}", value)
+            self._binding.bind_ortvalue_output(f"present.{name}", value)
+
+    def _init_plain(self) -> None:
+        f = self.files
+        empty = np.zeros((1, f.num_kv_heads, 0, f.head_dim), self.kv_dtype)  # [batch, kv_heads, 0, head_dim]
+        self._empty = self._ort.OrtValue.ortvalue_from_numpy(empty)
+        self._past: dict[str, Any] = {}
+        self._output_names = [o.name for o in self.session.get_outputs()]
+
+    def reset(self) -> None:
+        """Forget the cached conversation."""
+        self.rewind(0)
+
+    def rewind(self, n: int) -> None:
+        """Keep only the first ``n`` cached positions."""
+        if n >= self.length:
+            return
+        del self.tokens[n:]
+        if self.files.style == "plain" and self._past:
+            if n == 0:
+                self._past = {}
+            else:
+                self._past = {
+                    # [batch, kv_heads, past, head_dim] -> [batch, kv_heads, n, head_dim]
+                    k: self._ort.OrtValue.ortvalue_from_numpy(np.ascontiguousarray(v.numpy()[:, :, :n]))
+                    for k, v in self._past.items()
+                }
+        # fast style: positions past n are simply overwritten later; the mask length tells GQA where to stop.
+
+    # -- forward ----------------------------------------------------------------------------------------------
+    def forward(self, ids: Sequence[int], keep: int = 1) -> np.ndarray:
+        """Append ``ids`` to the cache and return logits ``[keep, vocab]`` for the last ``keep`` of them."""
+        if not ids:
+            raise ValueError("forward needs at least one token")
+        keep = min(keep, len(ids))
+        total = self.length + len(ids)
+        if total > self.max_len:
+            raise ContextFullError(
+                f"the conversation needs {total} tokens but the context holds {self.max_len}"
+            )
+        if self.files.style == "fast":
+            logits = self._forward_fast(ids, keep, total)
+        else:
+            logits = self._forward_plain(ids, keep, total)
+        self.tokens.extend(int(t) for t in ids)
+        return logits
+
+    def _forward_fast(self, ids: Sequence[int], keep: int, total: int) -> np.ndarray:
+        b = self._binding
+        b.bind_cpu_input("input_ids", np.asarray([ids], dtype=np.int64))  # [1, seq]
+        b.bind_cpu_input("attention_mask", self._mask[:, :total])  # [1, past + seq]
+        b.bind_cpu_input("num_logits_to_keep", np.array(keep, dtype=np.int64))
+        out = self._logits.get(keep)
+        if out is None:
+            out = self._ort.OrtValue.ortvalue_from_numpy(
+                np.zeros((1, keep, self.files.vocab_size), np.float32)
+            )
+            self._logits[keep] = out
+        b.bind_ortvalue_output("logits", out)
+        self.session.run_with_iobinding(b)
+        result: np.ndarray = out.numpy()[0]  # [keep, vocab]
+        return result
+
+    def _forward_plain(self, ids: Sequence[int], keep: int, total: int) -> np.ndarray:
+        f = self.files
+        b = self.session.io_binding()
+        b.bind_cpu_input("input_ids", np.asarray([ids], dtype=np.int64))
+        b.bind_cpu_input("attention_mask", np.ones((1, total), np.int64))
+        if "position_ids" in self._input_names:
+            b.bind_cpu_input("position_ids", np.arange(self.length, total, dtype=np.int64)[None])
+        for i in range(f.num_layers):
+            for kind in ("key", "value"):
+                b.bind_ortvalue_input(
+                    f"past_key_values.{i}.{kind}", self._past.get(f"{i}.{kind}", self._empty)
+                )
+        for name in self._output_names:
+            b.bind_output(name, "cpu")
+        self.session.run_with_iobinding(b)
+        outs = b.get_outputs()
+        self._past = {}
+        for name, value in zip(self._output_names, outs, strict=True):
+            if name.startswith("present."):
+                self._past[name.removeprefix("present.")] = value  # handed back next step, never copied
+        logits: np.ndarray = outs[self._output_names.index("logits")].numpy()[0]  # [seq, vocab]
+        return np.asarray(logits[-keep:], dtype=np.float32)

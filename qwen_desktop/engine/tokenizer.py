@@ -1,0 +1,76 @@
+"""The model's tokenizer, and a streaming detokenizer that never emits half a character."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from tokenizers import Tokenizer
+
+from qwen_desktop.models.errors import ModelError
+
+
+class ChatTokenizer:
+    """Byte-level BPE tokenizer loaded from a ``tokenizer.json``."""
+
+    def __init__(self, path: Path) -> None:
+        try:
+            self._tok = Tokenizer.from_file(str(path))
+        except FileNotFoundError:
+            raise ModelError(f"{path.parent.name}: tokenizer.json is missing") from None
+        except Exception as exc:  # tokenizers raises a plain Exception on bad JSON
+            raise ModelError(f"{path.parent.name}: tokenizer.json cannot be read ({exc})") from None
+        self.vocab_size = self._tok.get_vocab_size(with_added_tokens=True)
+
+    def encode(self, text: str) -> list[int]:
+        """Token ids of ``text``; special-token strings in it (``<|im_start|>``) become their ids."""
+        return list(self._tok.encode(text, add_special_tokens=False).ids)
+
+    def decode(self, ids: Sequence[int], skip_special_tokens: bool = False) -> str:
+        return str(self._tok.decode(list(ids), skip_special_tokens=skip_special_tokens))
+
+    def token_id(self, token: str) -> int | None:
+        tid = self._tok.token_to_id(token)
+        return None if tid is None else int(tid)
+
+    def count(self, text: str) -> int:
+        return len(self._tok.encode(text, add_special_tokens=False).ids)
+
+
+class StreamingDetokenizer:
+    """Turns a stream of token ids into text pieces, holding back bytes of an unfinished UTF-8 character.
+
+    Byte-level BPE splits a Chinese character or an emoji across tokens; decoding such a token alone gives
+    U+FFFD. Each ``add`` decodes only the tokens since the last emitted piece (a short window), so the work
+    per token stays constant however long the answer grows.
+    """
+
+    def __init__(self, tokenizer: ChatTokenizer) -> None:
+        self._tokenizer = tokenizer
+        self._tokens: list[int] = []
+        self._prefix = 0  # start of the window re-decoded for context
+        self._read = 0  # tokens up to here have been emitted as text
+        self.text = ""
+
+    def add(self, token: int) -> str:
+        """Add one token; return the new complete text (often empty while a character is unfinished)."""
+        self._tokens.append(token)
+        window = self._tokens[self._prefix :]
+        before = self._tokenizer.decode(self._tokens[self._prefix : self._read])
+        now = self._tokenizer.decode(window)
+        if len(now) > len(before) and not now.endswith("\ufffd"):
+            piece = now[len(before) :]
+            self._prefix = self._read
+            self._read = len(self._tokens)
+            self.text += piece
+            return piece
+        return ""
+
+    def flush(self) -> str:
+        """Whatever is left at the end of a stream (an unfinished character becomes U+FFFD)."""
+        before = self._tokenizer.decode(self._tokens[self._prefix : self._read])
+        now = self._tokenizer.decode(self._tokens[self._prefix :])
+        piece = now[len(before) :]
+        self._prefix = self._read = len(self._tokens)
+        self.text += piece
+        return piece

@@ -1,0 +1,213 @@
+"""``qwen-desktop chat`` and ``qwen-desktop bench``: the headless front ends of the engine."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import signal
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from qwen_desktop.models.errors import ModelError
+
+
+def _resolve_model(arg: str | None) -> Path:
+    """--model, else the model chosen in the app's settings, else the installed default."""
+    if arg:
+        return Path(arg).expanduser()
+    from qwen_desktop.storage.settings import load_settings
+
+    settings, _warning = load_settings()
+    if settings.model_path:
+        return Path(settings.model_path)
+    try:
+        from qwen_desktop.models import registry
+
+        default = registry.get_default(registry.default_models_dir(settings.models_dir))
+        if default is not None:
+            return Path(default.folder)
+    except (ImportError, AttributeError, ModelError):
+        pass
+    raise ModelError("no model chosen: pass --model DIR (build one with `qwen-desktop build-model`)")
+
+
+@contextlib.contextmanager
+def _ctrl_c_cancels(cancel: threading.Event) -> Iterator[None]:
+    """While an answer streams, Ctrl-C sets ``cancel`` instead of ending the program."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, lambda *_: cancel.set())
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _params(args: argparse.Namespace) -> Any:
+    from qwen_desktop.engine.generate import SamplingParams
+
+    return SamplingParams(
+        temperature=args.temperature,
+        top_p=args.top_p,
+        top_k=args.top_k,
+        min_p=args.min_p,
+        repetition_penalty=args.repetition_penalty,
+        seed=args.seed,
+        max_tokens=args.max_tokens,
+    )
+
+
+def _answer(engine: Any, messages: list[dict[str, str]], params: Any, stats: bool) -> tuple[str, Any]:
+    from qwen_desktop.engine.generate import Finished
+
+    cancel = threading.Event()
+    parts: list[str] = []
+    finished = None
+    plan = engine.plan(messages, params.max_tokens)
+    if plan.notice():
+        print(f"[{plan.notice()}]", file=sys.stderr)
+    with _ctrl_c_cancels(cancel):
+        for ev in engine.chat(messages, params, cancel):
+            if isinstance(ev, Finished):
+                finished = ev
+            else:
+                parts.append(ev.text)
+                sys.stdout.write(ev.text)
+                sys.stdout.flush()
+    sys.stdout.write("\n")
+    assert finished is not None
+    if finished.reason == "cancelled":
+        print("[stopped]", file=sys.stderr)
+    elif finished.reason == "error":
+        print(f"[error: {finished.error}]", file=sys.stderr)
+    elif finished.reason == "length":
+        print("[reply length limit reached]", file=sys.stderr)
+    if stats:
+        s = finished.stats
+        print(
+            f"[{s.generated_tokens} tokens, first after {s.ttft * 1000:.0f} ms "
+            f"({s.prompt_tokens} prompt tokens, {s.reused_tokens} reused), {s.decode_tps:.1f} tokens/s]",
+            file=sys.stderr,
+        )
+    return "".join(parts), finished
+
+
+def cmd_chat(args: argparse.Namespace) -> int:
+    from qwen_desktop.engine.chat import ChatEngine
+
+    folder = _resolve_model(args.model)
+    one_shot = args.prompt is not None
+    say = None if one_shot else (lambda msg: print(msg, file=sys.stderr))
+    engine = ChatEngine(folder, threads=args.threads, context_limit=args.context, progress=say)
+    params = _params(args)
+    system = {"role": "system", "content": args.system}
+    if one_shot:
+        _answer(engine, [system, {"role": "user", "content": args.prompt}], params, stats=args.stats)
+        return 0
+    print(
+        f"{engine.files.name}: ready (load {engine.load_seconds:.1f} s, warm-up {engine.warmup_seconds:.1f} s, "
+        f"{engine.threads} threads). Ctrl-C stops an answer; /reset, /system TEXT, /quit.",
+        file=sys.stderr,
+    )
+    history: list[dict[str, str]] = [system]
+    while True:
+        try:
+            line = input("> ")
+        except (EOFError, KeyboardInterrupt):
+            print(file=sys.stderr)
+            return 0
+        if not line.strip():
+            continue
+        if line.strip() in ("/quit", "/exit"):
+            return 0
+        if line.strip() == "/reset":
+            history = [history[0]]
+            print("[conversation cleared]", file=sys.stderr)
+            continue
+        if line.startswith("/system"):
+            history = [{"role": "system", "content": line[len("/system") :].strip()}]
+            print("[system prompt set; conversation cleared]", file=sys.stderr)
+            continue
+        history.append({"role": "user", "content": line})
+        text, _finished = _answer(engine, history, params, stats=True)
+        history.append({"role": "assistant", "content": text})
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from qwen_desktop.engine.bench import fastest, run_bench, sweep_threads
+
+    folder = _resolve_model(args.model)
+    say = (lambda m: print(f"... {m}", file=sys.stderr)) if not args.json else None
+    if args.sweep_threads:
+        import os
+
+        counts = list(range(1, (os.cpu_count() or 1) + 1))
+        sweep = sweep_threads(folder, counts, tokens=32)
+        best = fastest(sweep)
+        if args.json:
+            print(json.dumps({"decode_tps_by_threads": sweep, "fastest": best}))
+        else:
+            for n, tps in sweep.items():
+                print(
+                    f"{n} thread{'s' if n > 1 else ' '}: {tps:6.1f} tokens/s{'   <- fastest' if n == best else ''}"
+                )
+        return 0
+    r = run_bench(folder, threads=args.threads, runs=args.runs, decode_tokens=args.decode_tokens, say=say)
+    if args.json:
+        print(json.dumps(r.to_dict(), indent=2))
+        return 0
+    rows = [
+        ("model", r.model),
+        ("threads", str(r.threads)),
+        ("load", f"{r.load_s:.2f} s"),
+        ("warm-up", f"{r.warmup_s:.2f} s"),
+        (f"TTFT short ({r.short_prompt_tokens} tokens)", f"{r.ttft_short_s * 1000:.0f} ms"),
+        (f"TTFT long ({r.long_prompt_tokens} tokens)", f"{r.ttft_long_s * 1000:.0f} ms"),
+        ("prefill", f"{r.prefill_tps:.0f} tokens/s"),
+        (f"decode ({r.decode_tokens} tokens)", f"{r.decode_tps:.1f} tokens/s"),
+        (
+            f"turn 6 TTFT ({r.turn6_prompt_tokens} tokens, {r.turn6_reused_tokens} reused)",
+            f"{r.turn6_ttft_s * 1000:.0f} ms",
+        ),
+        ("code edit, plain decode", f"{r.plain_edit_decode_tps:.1f} tokens/s"),
+        ("code edit, prompt lookup", f"{r.lookup_decode_tps:.1f} tokens/s"),
+        ("peak RSS", f"{r.peak_rss_mb:.0f} MB"),
+    ]
+    width = max(len(k) for k, _ in rows)
+    print(f"median of {r.runs} runs, {r.machine.get('cpu')}, onnxruntime {r.machine.get('onnxruntime')}")
+    for k, v in rows:
+        print(f"{k:<{width}}  {v}")
+    return 0
+
+
+def add_parsers(sub: Any) -> None:
+    """Register ``chat`` and ``bench`` on the main parser's subparsers."""
+    p = sub.add_parser("chat", help="chat in the terminal (or answer one --prompt and exit)")
+    p.add_argument("--model", help="model folder (default: the app's current model)")
+    p.add_argument("--prompt", help="answer this one message, print only the answer, and exit")
+    p.add_argument("--system", default="You are a helpful assistant.", help="system prompt")
+    p.add_argument("--threads", type=int, default=0, help="CPU threads (0 = all cores)")
+    p.add_argument("--context", type=int, default=4096, help="context limit in tokens (prompt + reply)")
+    p.add_argument("--max-tokens", type=int, default=1024, help="longest reply in tokens")
+    p.add_argument("--temperature", type=float, default=0.7, help="0 = greedy")
+    p.add_argument("--top-p", type=float, default=0.8)
+    p.add_argument("--top-k", type=int, default=20)
+    p.add_argument("--min-p", type=float, default=0.0)
+    p.add_argument("--repetition-penalty", type=float, default=1.05)
+    p.add_argument("--seed", type=int, default=None, help="makes sampling repeatable")
+    p.add_argument("--stats", action="store_true", help="with --prompt: print speed figures to stderr")
+    p.set_defaults(func=cmd_chat)
+
+    p = sub.add_parser("bench", help="measure load, time to first token, prefill and decode speed")
+    p.add_argument("--model", help="model folder (default: the app's current model)")
+    p.add_argument("--threads", type=int, default=0, help="CPU threads (0 = all cores)")
+    p.add_argument("--runs", type=int, default=3, help="repetitions; medians are reported")
+    p.add_argument("--decode-tokens", type=int, default=128)
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument("--sweep-threads", action="store_true", help="try each thread count and name the fastest")
+    p.set_defaults(func=cmd_bench)

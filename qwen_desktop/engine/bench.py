@@ -1,0 +1,235 @@
+"""Benchmarks of the engine: what ``qwen-desktop bench`` prints and what the app's "Auto" threads uses."""
+
+from __future__ import annotations
+
+import os
+import platform
+import resource
+import statistics
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from qwen_desktop.engine.chat import ChatEngine
+from qwen_desktop.engine.generate import GREEDY, Finished, SamplingParams, TextPiece, stream_generate
+from qwen_desktop.engine.model_files import load_model_files
+from qwen_desktop.engine.session import OnnxModel
+from qwen_desktop.engine.tokenizer import ChatTokenizer
+
+_PARAGRAPH = (
+    "The history of computing is a story of abstraction. Early machines were programmed by rewiring panels; "
+    "stored-program computers let instructions live in memory beside the data they worked on. Assemblers gave "
+    "names to machine instructions, compilers turned formulas into code, and operating systems hid the details "
+    "of disks, terminals and memory behind files and processes. "
+)
+SHORT_QUESTION = "Explain in two sentences why the sky is blue, and mention Rayleigh scattering by name."
+TURNS = [
+    "What is a linked list?",
+    "How is it different from an array?",
+    "Which one is better for inserting in the middle?",
+    "Show me a tiny Python example of a linked list node.",
+    "How would I reverse such a list?",
+    "What is the time complexity of that reversal?",
+]
+EDIT_PROMPT = (
+    "Rename the variable `total` to `running_sum` in this code and return the whole code:\n\n"
+    "def accumulate(values):\n"
+    "    total = 0\n"
+    "    out = []\n"
+    "    for v in values:\n"
+    "        total += v\n"
+    "        out.append(total)\n"
+    "    return out\n\n"
+    "def average(values):\n"
+    "    total = 0\n"
+    "    for v in values:\n"
+    "        total += v\n"
+    "    return total / len(values)\n"
+)
+
+
+def long_prompt(tokenizer: ChatTokenizer, target: int = 500) -> str:
+    """A user message whose rendered chat prompt is about ``target`` tokens."""
+    text = ""
+    while tokenizer.count(text) < target - 30:
+        text += _PARAGRAPH
+    return text + "\nSummarise the text above in one sentence."
+
+
+@dataclass
+class BenchResult:
+    """Figures of one ``bench`` run (medians over ``runs``)."""
+
+    model: str
+    threads: int
+    runs: int
+    load_s: float
+    warmup_s: float
+    ttft_short_s: float
+    short_prompt_tokens: int
+    ttft_long_s: float
+    long_prompt_tokens: int
+    prefill_tps: float
+    decode_tps: float
+    decode_tokens: int
+    turn6_ttft_s: float
+    turn6_prompt_tokens: int
+    turn6_reused_tokens: int
+    lookup_decode_tps: float
+    plain_edit_decode_tps: float
+    peak_rss_mb: float
+    machine: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _ttft(engine: ChatEngine, messages: list[dict[str, str]]) -> tuple[float, int]:
+    engine.model.reset()
+    first = None
+    start = time.perf_counter()
+    for ev in engine.chat(messages, SamplingParams(temperature=0.0, max_tokens=1, repetition_penalty=1.0)):
+        if isinstance(ev, TextPiece) and first is None:
+            first = time.perf_counter()
+        if isinstance(ev, Finished):
+            return ev.stats.ttft, ev.stats.prompt_tokens
+    return (first or time.perf_counter()) - start, 0
+
+
+def _decode(engine: ChatEngine, prompt: str, n: int, lookup: bool) -> float:
+    """Decode tokens/s over ``n`` new tokens, stop tokens ignored so every run writes the same length."""
+    engine.model.reset()
+    ids = engine.context.encode([{"role": "user", "content": prompt}])
+    params = SamplingParams(temperature=0.0, top_k=0, top_p=1.0, repetition_penalty=1.0, max_tokens=n)
+    for ev in stream_generate(engine.model, engine.tokenizer, ids, params, stop_ids=(), prompt_lookup=lookup):
+        if isinstance(ev, Finished):
+            return ev.stats.decode_tps
+    return 0.0
+
+
+def _turn6(engine: ChatEngine) -> tuple[float, int, int]:
+    """TTFT of the sixth user turn when the first five were answered in the same session."""
+    engine.model.reset()
+    history: list[dict[str, str]] = [{"role": "system", "content": "You are a helpful assistant."}]
+    params = SamplingParams(temperature=0.0, repetition_penalty=1.0, max_tokens=48)
+    for question in TURNS[:-1]:
+        history.append({"role": "user", "content": question})
+        answer = "".join(ev.text for ev in engine.chat(history, params) if isinstance(ev, TextPiece))
+        history.append({"role": "assistant", "content": answer})
+    history.append({"role": "user", "content": TURNS[-1]})
+    for ev in engine.chat(history, SamplingParams(temperature=0.0, max_tokens=1)):
+        if isinstance(ev, Finished):
+            return ev.stats.ttft, ev.stats.prompt_tokens, ev.stats.reused_tokens
+    return 0.0, 0, 0
+
+
+def machine_info() -> dict[str, Any]:
+    import onnxruntime
+
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {
+        "cpu": cpu,
+        "cpus": os.cpu_count(),
+        "python": sys.version.split()[0],
+        "onnxruntime": onnxruntime.__version__,
+        "platform": platform.platform(),
+    }
+
+
+def run_bench(
+    folder: Path,
+    threads: int = 0,
+    runs: int = 3,
+    decode_tokens: int = 128,
+    say: Callable[[str], None] | None = None,
+) -> BenchResult:
+    """Measure load, warm-up, TTFT (short, long, turn 6), prefill and decode speed, and peak RSS."""
+    say = say or (lambda _m: None)
+    started = time.perf_counter()
+    engine = ChatEngine(folder, threads=threads, context_limit=4096)
+    load_total = time.perf_counter() - started - engine.warmup_seconds
+    short = [{"role": "user", "content": SHORT_QUESTION}]
+    long = [{"role": "user", "content": long_prompt(engine.tokenizer)}]
+    say("time to first token, short prompt")
+    ttft_short = [_ttft(engine, short) for _ in range(runs)]
+    say("time to first token, long prompt")
+    ttft_long = [_ttft(engine, long) for _ in range(runs)]
+    say(f"decode speed over {decode_tokens} tokens")
+    decode = [_decode(engine, SHORT_QUESTION, decode_tokens, lookup=False) for _ in range(runs)]
+    say("prompt lookup on a code edit")
+    edit_plain = [_decode(engine, EDIT_PROMPT, decode_tokens, lookup=False) for _ in range(runs)]
+    edit_lookup = [_decode(engine, EDIT_PROMPT, decode_tokens, lookup=True) for _ in range(runs)]
+    say("multi-turn: turn 6")
+    turn6 = [_turn6(engine) for _ in range(runs)]
+    long_s = statistics.median(t for t, _ in ttft_long)
+    long_tokens = ttft_long[0][1]
+    return BenchResult(
+        model=str(folder),
+        threads=engine.threads,
+        runs=runs,
+        load_s=load_total,
+        warmup_s=engine.warmup_seconds,
+        ttft_short_s=statistics.median(t for t, _ in ttft_short),
+        short_prompt_tokens=ttft_short[0][1],
+        ttft_long_s=long_s,
+        long_prompt_tokens=long_tokens,
+        prefill_tps=long_tokens / long_s if long_s else 0.0,
+        decode_tps=statistics.median(decode),
+        decode_tokens=decode_tokens,
+        turn6_ttft_s=statistics.median(t for t, _, _ in turn6),
+        turn6_prompt_tokens=turn6[0][1],
+        turn6_reused_tokens=turn6[0][2],
+        lookup_decode_tps=statistics.median(edit_lookup),
+        plain_edit_decode_tps=statistics.median(edit_plain),
+        peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        machine=machine_info(),
+    )
+
+
+def sweep_threads(
+    folder: Path,
+    counts: Sequence[int],
+    tokens: int = 16,
+    progress: Callable[[int, int], None] | None = None,
+    cancel: threading.Event | None = None,
+) -> dict[int, float]:
+    """Decode tokens/s for each thread count (a short greedy run each). ``progress(done, total)``."""
+    files = load_model_files(Path(folder))
+    tokenizer = ChatTokenizer(files.tokenizer)
+    prompt = tokenizer.encode("Count from one to twenty in words: one, two, three,")
+    params = SamplingParams(temperature=0.0, top_k=0, top_p=1.0, repetition_penalty=1.0, max_tokens=tokens)
+    result: dict[int, float] = {}
+    for i, n in enumerate(counts):
+        if cancel is not None and cancel.is_set():
+            break
+        model = OnnxModel(files, threads=n, max_len=256)
+        best = 0.0
+        for _ in range(2):  # the first run also warms up
+            model.reset()
+            for ev in stream_generate(model, tokenizer, prompt, params, stop_ids=(), prompt_lookup=False):
+                if isinstance(ev, Finished):
+                    best = max(best, ev.stats.decode_tps)
+        result[n] = best
+        del model
+        if progress:
+            progress(i + 1, len(counts))
+    return result
+
+
+def fastest(sweep: dict[int, float]) -> int:
+    """The thread count with the best decode speed; ties go to fewer threads (they leave the UI a core)."""
+    return min(sweep, key=lambda n: (-round(sweep[n], 1), n))
+
+
+__all__ = ["GREEDY", "BenchResult", "fastest", "run_bench", "sweep_threads"]

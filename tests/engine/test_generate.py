@@ -1,0 +1,224 @@
+"""Streaming generation on tiny models built by the builder, checked against the numpy reference."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+from qwen_desktop.engine.chat import ChatEngine
+from qwen_desktop.engine.generate import (
+    GREEDY,
+    Finished,
+    SamplingParams,
+    TextPiece,
+    find_draft,
+    stream_generate,
+)
+from qwen_desktop.models.builder import build_model, open_source
+from qwen_desktop.models.reference import ReferenceModel
+from qwen_desktop.models.weights import load_all
+
+
+def run(engine, prompt_ids, params=GREEDY, stop_ids=(), cancel=None, prompt_lookup=False, on_piece=None):
+    tokens, text, finished = [], [], None
+    for ev in stream_generate(
+        engine.model, engine.tokenizer, prompt_ids, params, stop_ids, cancel, prompt_lookup
+    ):
+        if isinstance(ev, Finished):
+            finished = ev
+        else:
+            if ev.token >= 0:
+                tokens.append(ev.token)
+            text.append(ev.text)
+            if on_piece:
+                on_piece(len(tokens))
+    return tokens, "".join(text), finished
+
+
+@pytest.fixture(scope="module")
+def fp32_engine(tiny_fp32_dir):
+    return ChatEngine(tiny_fp32_dir, threads=1)
+
+
+@pytest.fixture(scope="module")
+def reference(tiny_gguf):
+    src = open_source(tiny_gguf)
+    return ReferenceModel(src.config, load_all(src))
+
+
+PROMPT = [5, 17, 100, 3, 250, 7, 9, 42]
+
+
+def test_greedy_output_equals_the_reference_greedy_continuation(fp32_engine, reference):
+    fp32_engine.model.reset()
+    got, _, finished = run(
+        fp32_engine, PROMPT, SamplingParams(temperature=0.0, repetition_penalty=1.0, max_tokens=24)
+    )
+    assert got == reference.greedy(PROMPT, 24)
+    assert finished.reason == "length" and finished.stats.generated_tokens == 24
+
+
+def test_plain_graph_runs_in_the_same_engine_with_the_same_tokens(tmp_path, tiny_gguf, reference):
+    folder = build_model(tiny_gguf, tmp_path / "plain", precision="fp32", style="plain").folder
+    engine = ChatEngine(folder, threads=1)
+    got, _, _ = run(engine, PROMPT, SamplingParams(temperature=0.0, repetition_penalty=1.0, max_tokens=16))
+    assert got == reference.greedy(PROMPT, 16)
+    # prefix reuse and rewind work for the plain cache too
+    got2, _, fin = run(
+        engine, [*PROMPT[:5], 77, 78], SamplingParams(temperature=0.0, repetition_penalty=1.0, max_tokens=8)
+    )
+    assert fin.stats.reused_tokens == 5
+    assert got2 == reference.greedy([*PROMPT[:5], 77, 78], 8)
+
+
+def test_seeded_sampling_repeats_and_seeds_differ(tiny_model_dir):
+    engine = ChatEngine(tiny_model_dir, threads=1)
+    params = SamplingParams(temperature=1.0, top_p=0.95, top_k=50, seed=1234, max_tokens=20)
+    a, _, _ = run(engine, PROMPT, params)
+    engine.model.reset()
+    b, _, _ = run(engine, PROMPT, params)
+    engine.model.reset()
+    c, _, _ = run(
+        engine, PROMPT, SamplingParams(temperature=1.0, top_p=0.95, top_k=50, seed=99, max_tokens=20)
+    )
+    assert a == b
+    assert a != c
+
+
+def test_stop_token_ends_the_stream_without_emitting_it(fp32_engine, reference):
+    want = reference.greedy(PROMPT, 10)
+    fp32_engine.model.reset()
+    got, _, finished = run(
+        fp32_engine, PROMPT, SamplingParams(temperature=0.0, repetition_penalty=1.0), stop_ids=(want[4],)
+    )
+    assert finished.reason == "stop"
+    assert got == want[: want.index(want[4])]
+
+
+def test_cancel_is_honoured_within_one_decode_step(fp32_engine):
+    cancel = threading.Event()
+    fp32_engine.model.reset()
+
+    def on_piece(n):
+        if n == 3:
+            cancel.set()
+
+    got, _, finished = run(
+        fp32_engine, PROMPT, SamplingParams(temperature=0.0, max_tokens=200), cancel=cancel, on_piece=on_piece
+    )
+    assert finished.reason == "cancelled"
+    assert len(got) == 3
+
+
+def test_cancel_before_start_generates_nothing(fp32_engine):
+    cancel = threading.Event()
+    cancel.set()
+    fp32_engine.model.reset()
+    got, _, finished = run(fp32_engine, PROMPT, cancel=cancel)
+    assert got == [] and finished.reason == "cancelled"
+
+
+def test_prefix_reuse_prefills_only_new_tokens_and_matches_a_cold_run(fp32_engine, reference):
+    params = SamplingParams(temperature=0.0, repetition_penalty=1.0, max_tokens=6)
+    fp32_engine.model.reset()
+    run(fp32_engine, PROMPT, params)
+    longer = [*PROMPT, 60, 61, 62]
+    warm, _, fin = run(fp32_engine, longer, params)
+    assert fin.stats.reused_tokens == len(PROMPT)
+    assert fin.stats.prefill_tokens == 3
+    assert warm == reference.greedy(longer, 6)
+
+
+def test_rewind_after_an_edit(fp32_engine, reference):
+    params = SamplingParams(temperature=0.0, repetition_penalty=1.0, max_tokens=6)
+    fp32_engine.model.reset()
+    run(fp32_engine, [*PROMPT, 60, 61, 62, 63], params)
+    edited = [*PROMPT[:4], 90, 91]
+    got, _, fin = run(fp32_engine, edited, params)
+    assert fin.stats.reused_tokens == 4
+    assert got == reference.greedy(edited, 6)
+
+
+def test_prompt_lookup_gives_exactly_the_greedy_output(fp32_engine):
+    repetitive = PROMPT * 4
+    params = SamplingParams(temperature=0.0, repetition_penalty=1.0, max_tokens=40)
+    fp32_engine.model.reset()
+    plain, _, _ = run(fp32_engine, repetitive, params, prompt_lookup=False)
+    fp32_engine.model.reset()
+    looked, _, fin = run(fp32_engine, repetitive, params, prompt_lookup=True)
+    assert looked == plain
+    assert fin.stats.drafted_tokens > 0
+
+
+def test_prompt_lookup_with_repetition_penalty_matches_greedy_too(fp32_engine):
+    params = SamplingParams(temperature=0.0, repetition_penalty=1.3, max_tokens=30)
+    fp32_engine.model.reset()
+    plain, _, _ = run(fp32_engine, PROMPT * 3, params, prompt_lookup=False)
+    fp32_engine.model.reset()
+    looked, _, _ = run(fp32_engine, PROMPT * 3, params, prompt_lookup=True)
+    assert looked == plain
+
+
+def test_find_draft_proposes_what_followed_the_last_ngram():
+    seq = [1, 2, 3, 4, 5, 9, 1, 2, 3]
+    assert find_draft(seq, 3) == [4, 5, 9]
+    assert find_draft([1, 2, 3], 3) == []
+    assert find_draft([7, 8, 7], 2) == [8, 7]
+
+
+def test_max_tokens_and_full_context_end_with_length(tiny_model_dir):
+    engine = ChatEngine(tiny_model_dir, threads=1, context_limit=64)
+    got, _, fin = run(engine, PROMPT, SamplingParams(temperature=0.0, max_tokens=1000))
+    assert fin.reason == "length"
+    assert len(PROMPT) + len(got) <= 64 + 1
+
+
+def test_threads_change_really_changes_the_session(tiny_model_dir):
+    engine = ChatEngine(tiny_model_dir, threads=2)
+    assert engine.model.session.get_session_options().intra_op_num_threads == 2
+    engine.reconfigure(threads=1)
+    assert engine.threads == 1
+    assert engine.model.session.get_session_options().intra_op_num_threads == 1
+    _text, fin = engine.complete("hello")
+    assert fin.reason in ("stop", "length")
+
+
+def test_missing_model_folder_is_a_clear_error(tmp_path):
+    from qwen_desktop.models.errors import ModelError
+
+    with pytest.raises(ModelError, match="does not exist"):
+        ChatEngine(tmp_path / "gone")
+
+
+def test_corrupt_graph_is_a_clear_error(tmp_path, tiny_model_dir):
+    import shutil
+
+    from qwen_desktop.models.errors import ModelError
+
+    folder = tmp_path / "broken"
+    shutil.copytree(tiny_model_dir, folder)
+    data = (folder / "model.onnx").read_bytes()
+    (folder / "model.onnx").write_bytes(data[: len(data) // 3])
+    with pytest.raises(ModelError, match="cannot be loaded"):
+        ChatEngine(folder)
+
+
+def test_stats_are_consistent(fp32_engine):
+    fp32_engine.model.reset()
+    _, _, fin = run(
+        fp32_engine, PROMPT, SamplingParams(temperature=0.0, max_tokens=10, repetition_penalty=1.0)
+    )
+    s = fin.stats
+    assert s.prompt_tokens == len(PROMPT) and s.generated_tokens == 10
+    assert 0 < s.ttft <= s.total and s.decode_tps > 0 and s.prefill_tps > 0
+    assert isinstance(np.float64(s.ttft), np.floating)
+
+
+def test_text_pieces_concatenate_to_the_decoded_answer(fp32_engine):
+    fp32_engine.model.reset()
+    tokens, text, _ = run(fp32_engine, PROMPT, SamplingParams(temperature=0.0, max_tokens=30))
+    assert text == fp32_engine.tokenizer.decode(tokens)
+    assert all(isinstance(t, int) for t in tokens)
+    assert TextPiece("a", 1).text == "a"

@@ -1,0 +1,56 @@
+"""Sampling never leaves the set its settings allow, and a seed makes it repeatable."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from qwen_desktop.engine.sampler import candidate_set, greedy, make_repetition_penalty, make_sampler
+
+LOGITS = np.log(np.array([0.40, 0.25, 0.15, 0.10, 0.05, 0.03, 0.02], dtype=np.float64)).astype(np.float32)
+
+
+def draws(sampler, n=3000):
+    return {sampler(LOGITS) for _ in range(n)}
+
+
+def test_temperature_zero_is_greedy():
+    assert make_sampler(0.0) is greedy
+    assert greedy(LOGITS) == 0
+
+
+@pytest.mark.parametrize("k", [1, 2, 3])
+def test_top_k_never_picks_outside_the_k_best(k):
+    assert draws(make_sampler(1.0, top_k=k, seed=0)) <= set(range(k))
+
+
+def test_top_p_keeps_the_smallest_set_reaching_p():
+    ids, probs = candidate_set(LOGITS, 1.0, 0, 0.7, 0.0)
+    assert list(ids) == [0, 1, 2]  # 0.40 + 0.25 < 0.7 <= 0.40 + 0.25 + 0.15
+    assert probs.sum() == pytest.approx(1.0)
+    assert draws(make_sampler(1.0, top_p=0.7, seed=1)) <= {0, 1, 2}
+
+
+def test_min_p_drops_tokens_far_below_the_best():
+    ids, _ = candidate_set(LOGITS, 1.0, 0, 1.0, 0.3)  # keep p >= 0.3 * 0.40 = 0.12
+    assert list(ids) == [0, 1, 2]
+
+
+def test_full_distribution_is_sampled_in_proportion():
+    s = make_sampler(1.0, seed=3)
+    counts = np.bincount([s(LOGITS) for _ in range(20000)], minlength=7) / 20000
+    assert counts[0] == pytest.approx(0.40, abs=0.02)
+    assert counts[4] == pytest.approx(0.05, abs=0.01)
+
+
+def test_same_seed_same_choices():
+    a, b = make_sampler(0.8, top_p=0.9, seed=7), make_sampler(0.8, top_p=0.9, seed=7)
+    assert [a(LOGITS) for _ in range(50)] == [b(LOGITS) for _ in range(50)]
+
+
+def test_repetition_penalty_lowers_seen_tokens():
+    process = make_repetition_penalty(2.0)
+    logits = np.array([2.0, -1.0, 1.0], np.float32)
+    out = process(logits, [0, 1])
+    assert out.tolist() == [1.0, -2.0, 1.0]
+    assert make_repetition_penalty(1.0) is None

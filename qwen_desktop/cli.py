@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from qwen_desktop import __version__
+
+if TYPE_CHECKING:
+    from qwen_desktop.models.catalog import CatalogEntry
+    from qwen_desktop.models.download import DownloadProgress
+
+CATALOG_ENV = "QWEN_DESKTOP_CATALOG"
 
 
 class ProgressBar:
@@ -43,6 +50,59 @@ class ProgressBar:
         if self.tty:
             self.stream.write("\n")
             self.stream.flush()
+
+
+class DownloadBar:
+    """A download progress line: bar, bytes, speed and time left; on a non-terminal, a line every 10%."""
+
+    def __init__(self, label: str, stream: TextIO | None = None, width: int = 30) -> None:
+        self.label = label
+        self.stream = stream or sys.stderr
+        self.width = width
+        self.tty = self.stream.isatty()
+        self._last_draw = 0.0
+        self._last_tenth = -1
+
+    def __call__(self, p: DownloadProgress) -> None:
+        if self.tty:
+            now = time.monotonic()
+            if now - self._last_draw < 0.1 and p.done < p.total:
+                return
+            self._last_draw = now
+            filled = int(self.width * p.done / p.total) if p.total else self.width
+            bar = "#" * filled + "." * (self.width - filled)
+            self.stream.write(f"\r[{bar}] {self._numbers(p)}\033[K")
+            self.stream.flush()
+            return
+        tenth = 10 * p.done // p.total if p.total else 10
+        if tenth != self._last_tenth:
+            self._last_tenth = tenth
+            self.stream.write(f"{self.label}: {self._numbers(p)}\n")
+            self.stream.flush()
+
+    @staticmethod
+    def _numbers(p: DownloadProgress) -> str:
+        text = f"{_human_bytes(p.done)} / {_human_bytes(p.total)}"
+        if p.speed > 0:
+            text += f"  {_human_bytes(p.speed)}/s"
+        if p.eta is not None and p.done < p.total:
+            text += f"  {_human_time(p.eta)} left"
+        return text
+
+    def close(self) -> None:
+        if self.tty and self._last_draw:
+            self._last_draw = 0.0
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+def _human_time(seconds: float) -> str:
+    seconds = int(seconds + 0.5)
+    if seconds < 60:
+        return f"{seconds} s"
+    if seconds < 3600:
+        return f"{seconds // 60} min {seconds % 60:02d} s"
+    return f"{seconds // 3600} h {seconds % 3600 // 60:02d} min"
 
 
 def _human_bytes(n: float) -> str:
@@ -83,6 +143,134 @@ def cmd_make_tiny_model(args: argparse.Namespace) -> int:
     return 0
 
 
+def _models_dir(args: argparse.Namespace) -> Path:
+    """``--dir``, else the folder chosen in the settings, else the default under the user data folder."""
+    from qwen_desktop.storage import paths
+    from qwen_desktop.storage.settings import load_settings
+
+    if args.dir:
+        return Path(args.dir).expanduser()
+    return paths.models_dir(load_settings()[0].models_dir)
+
+
+def _catalog(args: argparse.Namespace) -> list[CatalogEntry]:
+    from qwen_desktop.models.catalog import load_catalog
+
+    path = args.catalog or os.environ.get(CATALOG_ENV)
+    return load_catalog(Path(path) if path else None)
+
+
+def cmd_models(args: argparse.Namespace) -> int:
+    from qwen_desktop.models.registry import Registry
+
+    folder = _models_dir(args)
+    registry = Registry(folder)
+    if args.delete:
+        registry.delete_model(args.delete)
+        print(f"Deleted {args.delete}")
+    if args.set_default:
+        registry.set_default(args.set_default)
+        print(f"{args.set_default} is now the default model")
+    models = registry.list_models()
+    print(f"Models in {folder}")
+    if models:
+        rows = [("", "NAME", "PRECISION", "SIZE", "CHECKSUM", "SOURCE")]
+        rows += [
+            (
+                "*" if m.is_default else "",
+                m.name,
+                m.precision,
+                _human_bytes(m.bytes_on_disk),
+                m.checksum[:12],
+                m.source_text,
+            )
+            for m in models
+        ]
+        widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+        for r in rows:
+            print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)) + "  " + r[-1])
+        print("* = default (opened at start)")
+    else:
+        print("No models installed yet.")
+    installed = {m.name for m in models}
+    available = [e for e in _catalog(args) if e.name not in installed]
+    if available:
+        print("\nAvailable to download (qwen-desktop download NAME):")
+        for e in available:
+            size = f"~{_human_bytes(e.approx_bytes)}" if e.approx_bytes else ""
+            print(f"  {e.name:<30} {size:>10}  {e.display_name}, {e.license}")
+    return 0
+
+
+def cmd_download(args: argparse.Namespace) -> int:
+    import signal
+    import threading
+
+    from qwen_desktop.models.download import DownloadCancelledError
+    from qwen_desktop.models.registry import DOWNLOADS, Registry
+
+    folder = _models_dir(args)
+    registry = Registry(folder)
+    cancel = threading.Event()
+    bar = DownloadBar(args.name)
+    build_bar: ProgressBar | None = None
+
+    def on_build(stage: str, done: int, total: int) -> None:
+        nonlocal build_bar
+        if build_bar is None:
+            bar.close()
+            print("Building the model folder", file=sys.stderr)
+            build_bar = ProgressBar()
+        build_bar(stage, done, total)
+
+    def on_interrupt(signum: int, frame: object) -> None:
+        cancel.set()  # the download stops at the next chunk and keeps its .part file
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # a second Ctrl-C stops at once
+
+    previous = signal.signal(signal.SIGINT, on_interrupt)
+    try:
+        model = registry.install_from_download(
+            args.name,
+            catalog=_catalog(args),
+            precision=args.precision,
+            on_download=bar,
+            on_build=on_build,
+            cancel=cancel,
+        )
+    except DownloadCancelledError as exc:
+        bar.close()
+        print(f"qwen-desktop: {exc}. Run the same command again to resume.", file=sys.stderr)
+        print(f"(partial files are in {folder / DOWNLOADS})", file=sys.stderr)
+        return 130
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        bar.close()
+        if build_bar is not None:
+            build_bar.close()
+    print(
+        f"Installed {model.name} ({model.precision}, {_human_bytes(model.bytes_on_disk)}) in {model.folder}"
+        + (" - the default model" if model.is_default else "")
+    )
+    print(f"Source: {model.source_text}, sha256 {model.checksum}")
+    return 0
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from qwen_desktop.models.registry import Registry
+
+    bar = ProgressBar()
+    try:
+        model = Registry(_models_dir(args)).import_model(
+            Path(args.path), name=args.name, precision=args.precision, on_build=bar
+        )
+    finally:
+        bar.close()
+    print(
+        f"Installed {model.name} ({model.precision}, {_human_bytes(model.bytes_on_disk)}) in {model.folder}"
+    )
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="qwen-desktop",
@@ -109,6 +297,31 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", default="gguf", choices=["gguf", "hf"])
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(func=cmd_make_tiny_model)
+
+    dir_help = "the models folder (default: the one in the settings, else <user data folder>/models)"
+    catalog_help = f"a catalogue JSON file to use instead of the packaged one (also: ${CATALOG_ENV})"
+    p = sub.add_parser("models", help="list installed models (and those available to download)")
+    p.add_argument("--dir", help=dir_help)
+    p.add_argument("--catalog", help=catalog_help)
+    p.add_argument("--delete", metavar="NAME", help="delete an installed model")
+    p.add_argument("--set-default", metavar="NAME", help="make NAME the model the app opens at start")
+    p.set_defaults(func=cmd_models)
+
+    p = sub.add_parser(
+        "download", help="download a model from the Hugging Face hub, verify, build and install it"
+    )
+    p.add_argument("name", help="a catalogue name, e.g. qwen2.5-0.5b-instruct (see `qwen-desktop models`)")
+    p.add_argument("--precision", default=None, choices=["int4", "int8", "fp32"], help="build precision")
+    p.add_argument("--dir", help=dir_help)
+    p.add_argument("--catalog", help=catalog_help)
+    p.set_defaults(func=cmd_download)
+
+    p = sub.add_parser("import", help="install a GGUF file, a Hugging Face folder or a built model folder")
+    p.add_argument("path", help="a .gguf file, a Hugging Face folder, or a folder with manifest.json")
+    p.add_argument("--name", default=None, help="the model's name (default: from the file or folder name)")
+    p.add_argument("--precision", default="int4", choices=["int4", "int8", "fp32"], help="build precision")
+    p.add_argument("--dir", help=dir_help)
+    p.set_defaults(func=cmd_import)
     return parser
 
 

@@ -145,12 +145,12 @@ def cmd_make_tiny_model(args: argparse.Namespace) -> int:
 
 def _models_dir(args: argparse.Namespace) -> Path:
     """``--dir``, else the folder chosen in the settings, else the default under the user data folder."""
-    from qwen_desktop.storage import paths
+    from qwen_desktop.models.registry import default_models_dir
     from qwen_desktop.storage.settings import load_settings
 
     if args.dir:
         return Path(args.dir).expanduser()
-    return paths.models_dir(load_settings()[0].models_dir)
+    return default_models_dir(load_settings()[0].models_dir)
 
 
 def _catalog(args: argparse.Namespace) -> list[CatalogEntry]:

@@ -23,6 +23,7 @@ import hashlib
 import json
 import re
 import socket
+import ssl
 import tempfile
 import threading
 import time
@@ -81,6 +82,7 @@ class HubServer:
     stall_after: int | None = None  # send this many body bytes, then nothing until the server closes
     corrupt: bool = False
     rate: float | None = None  # bytes per second for file bodies
+    tls: tuple[Path, Path] | None = None  # (certificate, key): serve the hub port over HTTPS
 
     def __post_init__(self) -> None:
         self.lock = threading.Lock()
@@ -102,6 +104,10 @@ class HubServer:
     def start(self, port: int = 0) -> HubServer:
         for name, port_wanted in (("hub", port), ("cdn", 0)):
             server = _Server(("127.0.0.1", port_wanted), _handler_for(self, name))
+            if self.tls and name == "hub":
+                context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+                context.load_cert_chain(*self.tls)
+                server.socket = context.wrap_socket(server.socket, server_side=True)
             self._servers.append(server)
             thread = threading.Thread(
                 target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
@@ -126,7 +132,8 @@ class HubServer:
 
     @property
     def endpoint(self) -> str:
-        return f"http://127.0.0.1:{self._servers[0].server_address[1]}"
+        scheme = "https" if self.tls else "http"
+        return f"{scheme}://127.0.0.1:{self._servers[0].server_address[1]}"
 
     @property
     def cdn(self) -> str:

@@ -196,6 +196,17 @@ def _is_connect_failure(exc: BaseException) -> bool:
     return isinstance(exc, (httpx2.ConnectError, httpx2.ConnectTimeout, OfflineModeIsEnabled))
 
 
+def _unreachable(exc: BaseException) -> HubOfflineError:
+    """The error for a connection that could not be made; a failed TLS check is not "offline"."""
+    text = str(exc)
+    if "CERTIFICATE_VERIFY_FAILED" in text or "certificate verify failed" in text:
+        return HubOfflineError(
+            "the Hugging Face hub's TLS certificate could not be verified (an HTTPS-inspecting proxy? add its "
+            "certificate to the system's trusted certificates); verification stays on"
+        )
+    return HubOfflineError(OFFLINE_MESSAGE)
+
+
 def _is_transient(exc: BaseException) -> bool:
     """Worth another try: a dropped or timed-out connection, or a 5xx/429 answer."""
     if isinstance(exc, HfHubHTTPError):
@@ -235,7 +246,7 @@ def _call_hub(fn: Callable[[], Any], what: str, retry: RetryPolicy, cancel: thre
         except Exception as exc:
             if _is_connect_failure(exc):
                 # Retrying a refused connection only delays the message: the person can retry in one click.
-                raise HubOfflineError(OFFLINE_MESSAGE) from None
+                raise _unreachable(exc) from None
             if not _is_transient(exc):
                 if isinstance(exc, HfHubHTTPError) and exc.response is not None:
                     raise _status_error(exc.response.status_code, what) from None
@@ -585,7 +596,7 @@ def download_file(
     speed.add(time.monotonic(), state.offset)
     if progress is not None:
         progress(DownloadProgress(state.offset, remote.size, 0.0, None))
-    fetch = _Fetch(remote, state, token, _origin(remote.url) == _origin(hub_endpoint(endpoint)))
+    fetch = _Fetch(remote, state, token, _origin(remote.url) == _origin(hub_endpoint(endpoint)), what)
     failures = 0
     while state.offset < remote.size:
         if cancel is not None and cancel.is_set():
@@ -632,7 +643,7 @@ def _give_up(exc: BaseException, what: str, failures: int, done: int, total: int
     if isinstance(exc, _RetryableError) and exc.status:
         return _status_error(exc.status, what, failures)
     if _is_connect_failure(exc):
-        return HubOfflineError(OFFLINE_MESSAGE)
+        return _unreachable(exc)
     return ConnectionLostError(
         f"the connection keeps dropping while downloading {what} ({failures} tries in a row); "
         f"{_gb(done)} of {_gb(total)} are kept and the next attempt resumes from there"
@@ -648,9 +659,11 @@ class _Fetch:
         state: _Partial,
         token: str | bool | None,
         same_origin: bool,
+        what: str,
     ) -> None:
         self.remote = remote
         self.state = state
+        self.what = what
         self.headers = build_hf_headers(token=token)
         if not same_origin:
             self.headers.pop("authorization", None)  # a CDN gets a signed URL, never the login token
@@ -691,7 +704,7 @@ class _Fetch:
                         eta = (remote.size - state.offset) / bps if bps > 0 else None
                         progress(DownloadProgress(state.offset, remote.size, bps, eta))
                     if cancel is not None and cancel.is_set():
-                        raise DownloadCancelledError(_paused(remote.filename, state.offset, remote.size))
+                        raise DownloadCancelledError(_paused(self.what, state.offset, remote.size))
                     if state.offset >= remote.size:
                         break
         if state.offset < remote.size:

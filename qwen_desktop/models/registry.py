@@ -579,6 +579,33 @@ def _export_precision(graph: str) -> str:
     return "fp16" if "fp16" in stem else "fp32"
 
 
+def default_models_dir(override: str | None = None) -> Path:
+    """The models folder: ``override`` (the settings' choice) or ``<user data folder>/models``."""
+    from qwen_desktop.storage.paths import models_dir
+
+    return models_dir(override)
+
+
+def list_models(models_dir: Path) -> list[InstalledModel]:
+    """``Registry(models_dir).list_models()``."""
+    return Registry(models_dir).list_models()
+
+
+def get_default(models_dir: Path) -> InstalledModel | None:
+    """``Registry(models_dir).get_default()``: the model to open at start, or None when none is installed."""
+    return Registry(models_dir).get_default()
+
+
+def set_default(models_dir: Path, name: str) -> None:
+    """``Registry(models_dir).set_default(name)``."""
+    Registry(models_dir).set_default(name)
+
+
+def delete_model(models_dir: Path, name: str) -> None:
+    """``Registry(models_dir).delete_model(name)``."""
+    Registry(models_dir).delete_model(name)
+
+
 def _remove(folder: Path) -> None:
     """Remove a staging or download folder, and its parent if that is left empty."""
     shutil.rmtree(folder, ignore_errors=True)

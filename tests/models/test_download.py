@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import shutil
 import socket
+import subprocess
 import threading
 import time
 
@@ -271,3 +273,37 @@ def test_giving_up_on_a_dropping_connection_keeps_the_part_for_the_next_call(hub
     result = fetch(hub, tmp_path, retry=no_retries)
     assert result.resumed_from == 20_000 and result.path.read_bytes() == gguf_bytes
     assert hub.file_requests()[-1].range == "bytes=20000-"
+
+
+def test_tls_certificates_are_verified(tmp_path, gguf_bytes):
+    if shutil.which("openssl") is None:
+        pytest.skip("needs the openssl command to make a self-signed certificate")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    server = HubServer(tls=(cert, key))
+    server.add_repo(REPO, {FILE: gguf_bytes})
+    with server, pytest.raises(HubOfflineError, match="TLS certificate could not be verified"):
+        download_file(REPO, FILE, tmp_path / FILE, endpoint=server.endpoint, retry=FAST)
+    huggingface_hub.close_session()
+    assert server.requests == []  # a self-signed hub is refused before any request is sent

@@ -25,6 +25,7 @@ import qwen_desktop
 from qwen_desktop.cli import main
 from qwen_desktop.engine.chat import ChatEngine
 from qwen_desktop.engine.generate import GREEDY, SamplingParams
+from qwen_desktop.models import registry
 from qwen_desktop.models.builder import build_model, read_manifest
 from qwen_desktop.models.catalog import find_entry, load_catalog
 from qwen_desktop.models.download import (
@@ -252,8 +253,9 @@ def test_set_default_and_delete(models, tiny_gguf):
     assert [m.name for m in models.list_models() if m.is_default] == ["b"]
     assert json.loads((models.models_dir / REGISTRY_FILE).read_text())["default"] == "b"
 
-    models.delete_model("b")
+    registry.delete_model(models.models_dir, "b")  # the module-level shorthands work on a folder
     assert not (models.models_dir / "b").exists()
+    assert registry.get_default(models.models_dir).name == "a"
     assert models.get_default().name == "a"  # the default falls back to what is left
     assert not any(p.name.startswith(".trash") for p in models.models_dir.iterdir())
     with pytest.raises(ModelError, match="no installed model"):

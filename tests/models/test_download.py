@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import hashlib
+import http.client
 import itertools
 import shutil
 import socket
 import subprocess
 import threading
 import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import urlsplit
 
 import huggingface_hub
 import pytest
@@ -307,3 +310,62 @@ def test_tls_certificates_are_verified(tmp_path, gguf_bytes):
         download_file(REPO, FILE, tmp_path / FILE, endpoint=server.endpoint, retry=FAST)
     huggingface_hub.close_session()
     assert server.requests == []  # a self-signed hub is refused before any request is sent
+
+
+class _ForwardProxy(BaseHTTPRequestHandler):
+    """A plain-HTTP forward proxy: requests arrive with an absolute URL and are relayed as they are."""
+
+    protocol_version = "HTTP/1.0"  # one request per connection: the relay reads whole bodies
+    seen: list[str]
+
+    def log_message(self, format, *args):
+        pass
+
+    def do_HEAD(self):
+        self._relay()
+
+    def do_GET(self):
+        self._relay()
+
+    def _relay(self):
+        self.seen.append(f"{self.command} {self.path}")
+        url = urlsplit(self.path)
+        conn = http.client.HTTPConnection(url.hostname, url.port, timeout=10)
+        try:
+            headers = {
+                k: v for k, v in self.headers.items() if k.lower() not in ("proxy-connection", "connection")
+            }
+            conn.request(self.command, url.path + (f"?{url.query}" if url.query else ""), headers=headers)
+            response = conn.getresponse()
+            body = response.read()
+            self.send_response(response.status)
+            for key, value in response.getheaders():
+                if key.lower() not in ("connection", "transfer-encoding"):
+                    self.send_header(key, value)
+            self.end_headers()
+            if self.command == "GET":
+                self.wfile.write(body)
+        finally:
+            conn.close()
+
+
+def test_requests_go_through_the_proxy_named_in_the_environment(hub, tmp_path, monkeypatch, gguf_bytes):
+    handler = type("Proxy", (_ForwardProxy,), {"seen": []})
+    proxy = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=proxy.serve_forever, kwargs={"poll_interval": 0.05})
+    thread.start()
+    try:
+        monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{proxy.server_address[1]}")
+        monkeypatch.delenv("NO_PROXY", raising=False)
+        monkeypatch.delenv("no_proxy", raising=False)
+        huggingface_hub.close_session()  # the shared client reads the proxy variables when it is created
+        result = fetch(hub, tmp_path)
+    finally:
+        huggingface_hub.close_session()
+        proxy.shutdown()
+        proxy.server_close()
+        thread.join()
+    assert result.path.read_bytes() == gguf_bytes
+    assert [s.split(" ")[0] for s in handler.seen] == ["HEAD", "GET"]
+    assert handler.seen[0].startswith(f"HEAD {hub.endpoint}/{REPO}/resolve/main/")
+    assert handler.seen[1].startswith(f"GET {hub.cdn}/lfs/")

@@ -287,7 +287,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--head-precision",
         default=None,
         choices=["int4", "int8", "fp32"],
-        help="embedding and output head (default: int8, or fp32 for fp32 builds)",
+        help="embedding and output head (default: same as --precision)",
     )
     p.add_argument("--style", default="fast", choices=["fast", "plain"], help="graph style (default fast)")
     p.set_defaults(func=cmd_build_model)
@@ -322,6 +322,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--precision", default="int4", choices=["int4", "int8", "fp32"], help="build precision")
     p.add_argument("--dir", help=dir_help)
     p.set_defaults(func=cmd_import)
+    from qwen_desktop.cli_chat import add_parsers
+
+    add_parsers(sub)
     return parser
 
 

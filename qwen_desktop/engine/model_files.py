@@ -56,7 +56,7 @@ def load_model_files(folder: Path) -> ModelFiles:
 
 
 def _from_manifest(folder: Path) -> ModelFiles:
-    from qwen_desktop.models.builder import read_manifest
+    from qwen_desktop.models.manifest import read_manifest
 
     m = read_manifest(folder)
     try:

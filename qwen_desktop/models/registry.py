@@ -40,6 +40,7 @@ from qwen_desktop.models.download import (
     resolve_file,
 )
 from qwen_desktop.models.errors import ModelError, OutputError
+from qwen_desktop.models.manifest import read_manifest
 
 MANIFEST = "manifest.json"  # builder.MANIFEST; the builder (and onnx) is imported only when needed
 INSTALL_FILE = "install.json"
@@ -111,13 +112,6 @@ def _source_checksum(manifest: dict[str, Any]) -> str:
         f"{f.get('name')} {f.get('sha256')}\n" for f in sorted(files, key=lambda f: str(f.get("name")))
     )
     return hashlib.sha256(lines.encode()).hexdigest() if files else ""
-
-
-def read_manifest(folder: Path) -> dict[str, Any]:
-    """builder.read_manifest, imported on first use: importing the builder loads onnx (~1.5 s)."""
-    from qwen_desktop.models.builder import read_manifest as read
-
-    return read(folder)
 
 
 def _write_json(path: Path, doc: dict[str, Any]) -> None:

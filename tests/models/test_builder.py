@@ -7,7 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from qwen_desktop.models.builder import build_model, read_manifest
+from qwen_desktop.models.builder import build_model
+from qwen_desktop.models.manifest import read_manifest
 from qwen_desktop.models.quant import quantize_blockwise
 from qwen_desktop.models.reference import ReferenceModel
 from qwen_desktop.models.weights import EMBED, LM_HEAD, layer_names
@@ -97,9 +98,11 @@ def test_quantized_build_agrees_with_reference(tmp_path, tiny_gguf, tiny_cfg, ti
     assert agree >= 0.9 * total, f"top-1 agreed at {agree}/{total} positions"
 
 
-def test_default_build_is_int4_fast_with_int8_head_and_writes_a_complete_manifest(tiny_model_dir, tiny_gguf):
+def test_default_build_is_int4_fast_with_an_int4_head_and_writes_a_complete_manifest(
+    tiny_model_dir, tiny_gguf
+):
     m = read_manifest(tiny_model_dir)
-    assert (m["style"], m["precision"], m["head_precision"]) == ("fast", "int4", "int8")
+    assert (m["style"], m["precision"], m["head_precision"]) == ("fast", "int4", "int4")
     tokens = json.loads((tiny_model_dir / "tokenizer.json").read_text())
     assert m["end_of_turn_id"] == next(
         t["id"] for t in tokens["added_tokens"] if t["content"] == "<|im_end|>"

@@ -26,7 +26,7 @@ from qwen_desktop.cli import main
 from qwen_desktop.engine.chat import ChatEngine
 from qwen_desktop.engine.generate import GREEDY, SamplingParams
 from qwen_desktop.models import registry
-from qwen_desktop.models.builder import build_model, read_manifest
+from qwen_desktop.models.builder import build_model
 from qwen_desktop.models.catalog import find_entry, load_catalog
 from qwen_desktop.models.download import (
     OFFLINE_MESSAGE,
@@ -36,6 +36,7 @@ from qwen_desktop.models.download import (
     part_path,
 )
 from qwen_desktop.models.errors import ModelError
+from qwen_desktop.models.manifest import read_manifest
 from qwen_desktop.models.registry import DOWNLOADS, INSTALL_FILE, REGISTRY_FILE, STAGING, Registry
 from tests.hubserver import HubServer, serve_catalog
 

@@ -1,0 +1,37 @@
+"""The manifest of a model folder: what the builder wrote and the engine reads.
+
+Kept apart from the builder so that reading a manifest (listing models, starting the app) does not import
+onnx.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from qwen_desktop.models.errors import ModelError
+
+MANIFEST = "manifest.json"
+MODEL_FILE = "model.onnx"
+TOKENIZER_FILE = "tokenizer.json"
+MANIFEST_FORMAT = "qwen-desktop-model"
+MANIFEST_VERSION = 1
+
+
+def read_manifest(folder: Path) -> dict[str, Any]:
+    """Read and check a model folder's manifest."""
+    path = Path(folder) / MANIFEST
+    if not path.is_file():
+        raise ModelError(f"{folder}: no {MANIFEST} (not a model folder built by Qwen Desktop)")
+    try:
+        doc: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise ModelError(f"{path}: the manifest is corrupt") from None
+    if doc.get("format") != MANIFEST_FORMAT:
+        raise ModelError(f"{path}: not a Qwen Desktop model manifest")
+    if int(doc.get("format_version", 0)) > MANIFEST_VERSION:
+        raise ModelError(
+            f"{path}: made by a newer Qwen Desktop (format {doc.get('format_version')}); please update"
+        )
+    return doc

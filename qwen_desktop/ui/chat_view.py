@@ -1,0 +1,320 @@
+"""The conversation on show: one ``MessageView`` per message in a scroll area.
+
+Each message has its own text browser, so streaming re-renders only the message being written (at most
+about 30 times a second, through a ``Throttle``) and a long conversation costs nothing while it grows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from PySide6.QtCore import QEvent, Qt, QTimer, QUrl, Signal
+from PySide6.QtGui import QDesktopServices, QGuiApplication, QTextDocument
+from PySide6.QtWidgets import (
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QScrollArea,
+    QSizePolicy,
+    QTextBrowser,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from qwen_desktop.storage.chats import Message
+from qwen_desktop.ui.markdown_render import LIGHT, Colors, render_markdown, render_plain
+from qwen_desktop.ui.throttle import Throttle
+
+RENDER_INTERVAL_MS = 33  # ~30 renders a second while an answer streams
+OPEN_SCHEMES = ("http", "https", "mailto")
+
+
+class MessageBody(QTextBrowser):
+    """A read-only, self-sizing view of one message that never fetches anything.
+
+    Signals:
+        copy_code(int): the copy link of code block n was clicked.
+    """
+
+    copy_code = Signal(int)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.resource_requests: list[str] = []  # every URL the document asked for (tests check it)
+        self.setOpenLinks(False)
+        self.setOpenExternalLinks(False)
+        self.setFrameShape(QFrame.Shape.NoFrame)
+        self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+        self.setTextInteractionFlags(
+            Qt.TextInteractionFlag.TextBrowserInteraction | Qt.TextInteractionFlag.TextSelectableByKeyboard
+        )
+        self.viewport().setAutoFillBackground(False)
+        self.setStyleSheet("QTextBrowser { background: transparent; }")
+        self.anchorClicked.connect(self._on_anchor)
+        self.document().documentLayout().documentSizeChanged.connect(self._fit_height)
+
+    def loadResource(self, kind: int, url: QUrl | str) -> object:  # noqa: N802 - Qt's name
+        """Refuse every resource: model output must not make the app fetch or read anything."""
+        self.resource_requests.append(url.toString() if isinstance(url, QUrl) else str(url))
+        return None
+
+    def _on_anchor(self, url: QUrl) -> None:
+        if url.scheme() == "copy":
+            try:
+                self.copy_code.emit(int(url.path()))
+            except ValueError:
+                return
+        elif url.scheme().lower() in OPEN_SCHEMES:
+            QDesktopServices.openUrl(url)
+
+    def _fit_height(self) -> None:
+        height = int(self.document().size().height()) + 4
+        bar = self.horizontalScrollBar()
+        if bar.isVisible():
+            height += bar.height()
+        if self.height() != height:
+            self.setFixedHeight(height)
+
+    def resizeEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt's name
+        super().resizeEvent(event)  # type: ignore[arg-type]
+        self._fit_height()
+
+
+@dataclass(frozen=True)
+class Branch:
+    """Where a message sits among its siblings: ``index`` of ``count`` (1-based), and its neighbours."""
+
+    index: int
+    count: int
+    previous_id: int | None
+    next_id: int | None
+
+
+class MessageView(QFrame):
+    """One message: who wrote it, its text, and its actions.
+
+    Signals:
+        edit_requested(int): edit this user message and resend it (message id).
+        regenerate_requested(int): write this answer again (message id).
+        branch_requested(int): show the branch through this sibling (message id).
+    """
+
+    edit_requested = Signal(int)
+    regenerate_requested = Signal(int)
+    branch_requested = Signal(int)
+
+    def __init__(
+        self,
+        message: Message,
+        branch: Branch | None,
+        colors: Colors,
+        can_regenerate: bool,
+        parent: QWidget | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self.message = message
+        self.text = message.content
+        self.colors = colors
+        self.code_blocks: list[str] = []
+        self.streaming = message.status == "streaming"
+        self.setObjectName("userMessage" if message.role == "user" else "assistantMessage")
+        self.setFrameShape(QFrame.Shape.StyledPanel)
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(10, 6, 10, 6)
+        outer.setSpacing(2)
+        header = QHBoxLayout()
+        who = self.tr("You") if message.role == "user" else self.tr("Assistant")
+        self.who = QLabel(f"<b>{who}</b>")
+        self.who.setAccessibleName(self.tr("Author"))
+        header.addWidget(self.who)
+        self.branch_label: QLabel | None = None
+        if branch is not None and branch.count > 1:
+            prev_button = self._tool("‹", self.tr("Previous version"))
+            prev_button.setEnabled(branch.previous_id is not None)
+            prev_button.clicked.connect(lambda: self.branch_requested.emit(branch.previous_id))
+            self.branch_label = QLabel(f"{branch.index}/{branch.count}")
+            self.branch_label.setAccessibleName(self.tr("Version"))
+            next_button = self._tool("›", self.tr("Next version"))
+            next_button.setEnabled(branch.next_id is not None)
+            next_button.clicked.connect(lambda: self.branch_requested.emit(branch.next_id))
+            header.addWidget(prev_button)
+            header.addWidget(self.branch_label)
+            header.addWidget(next_button)
+        header.addStretch(1)
+        self.status_label = QLabel()
+        self.status_label.setAccessibleName(self.tr("Message status"))
+        header.addWidget(self.status_label)
+        self.copy_button = self._tool(self.tr("Copy"), self.tr("Copy message"))
+        self.copy_button.clicked.connect(self.copy_message)
+        header.addWidget(self.copy_button)
+        self.edit_button: QToolButton | None = None
+        self.regenerate_button: QToolButton | None = None
+        if message.role == "user":
+            self.edit_button = self._tool(self.tr("Edit"), self.tr("Edit and resend"))
+            self.edit_button.clicked.connect(lambda: self.edit_requested.emit(self.message.id))
+            header.addWidget(self.edit_button)
+        elif can_regenerate:
+            failed = message.status == "failed"
+            label = self.tr("Retry") if failed else self.tr("Regenerate")
+            self.regenerate_button = self._tool(label, label)
+            self.regenerate_button.clicked.connect(lambda: self.regenerate_requested.emit(self.message.id))
+            header.addWidget(self.regenerate_button)
+        outer.addLayout(header)
+        self.body = MessageBody(self)
+        self.body.setAccessibleName(self.tr("Message text"))
+        self.body.copy_code.connect(self._copy_code)
+        outer.addWidget(self.body)
+        self._throttle = Throttle(self.render, RENDER_INTERVAL_MS, self, adaptive=True)
+        self.render_count = 0
+        self.set_status(message.status)
+        self.render()
+
+    def _tool(self, text: str, name: str) -> QToolButton:
+        button = QToolButton(self)
+        button.setText(text)
+        button.setAccessibleName(name)
+        button.setToolTip(name)
+        button.setAutoRaise(True)
+        return button
+
+    def set_status(self, status: str, error: str | None = None) -> None:
+        """Show how the message ended (nothing for a complete one)."""
+        labels = {
+            "streaming": self.tr("writing…"),
+            "cancelled": self.tr("stopped"),
+            "interrupted": self.tr("interrupted (the app closed while writing)"),
+            "failed": self.tr("failed"),
+        }
+        text = labels.get(status, "")
+        if status == "failed" and error:
+            self.status_label.setToolTip(error)
+        self.status_label.setText(f"<i>{text}</i>" if text else "")
+        self.streaming = status == "streaming"
+
+    def render(self) -> None:
+        """Re-render the text (Markdown for answers, plain text for the user's messages)."""
+        self.render_count += 1
+        if self.message.role == "user":
+            self.body.setHtml(render_plain(self.text))
+            return
+        rendered = render_markdown(
+            self.text, self.colors, copy_label=self.tr("Copy code"), streaming=self.streaming
+        )
+        self.code_blocks = rendered.code_blocks
+        bar = self.body.horizontalScrollBar().value()
+        self.body.setHtml(
+            f'<div style="color:{self.colors.text}">{rendered.html or "<p>…</p>"}</div>'
+            if self.streaming
+            else f'<div style="color:{self.colors.text}">{rendered.html}</div>'
+        )
+        self.body.horizontalScrollBar().setValue(bar)
+
+    def append(self, text: str) -> None:
+        """Add streamed text; the view re-renders at most ~30 times a second."""
+        self.text += text
+        self._throttle()
+
+    def finish(self, text: str, status: str, error: str | None = None) -> None:
+        """The answer ended: show its final text and status."""
+        self._throttle.cancel()
+        self.text = text
+        self.set_status(status, error)
+        self.render()
+
+    def copy_message(self) -> None:
+        """Put the message's text (its Markdown source) on the clipboard."""
+        QGuiApplication.clipboard().setText(self.text)
+
+    def _copy_code(self, index: int) -> None:
+        if 0 <= index < len(self.code_blocks):
+            QGuiApplication.clipboard().setText(self.code_blocks[index].rstrip("\n") + "\n")
+
+
+class ChatView(QScrollArea):
+    """The messages of the branch on show, newest at the bottom.
+
+    Signals:
+        edit_requested(int), regenerate_requested(int), branch_requested(int): from a message's buttons.
+    """
+
+    edit_requested = Signal(int)
+    regenerate_requested = Signal(int)
+    branch_requested = Signal(int)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setAccessibleName(self.tr("Conversation"))
+        self.setWidgetResizable(True)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.colors = LIGHT
+        self._inner = QWidget()
+        self._layout = QVBoxLayout(self._inner)
+        self._layout.setContentsMargins(12, 12, 12, 12)
+        self._layout.setSpacing(8)
+        self._layout.addStretch(1)
+        self.setWidget(self._inner)
+        self.views: list[MessageView] = []
+        self._follow = True
+        self.verticalScrollBar().rangeChanged.connect(self._on_range)
+        self.verticalScrollBar().valueChanged.connect(self._on_scroll)
+
+    def show_messages(
+        self, messages: list[Message], branches: dict[int, Branch], regenerable: set[int]
+    ) -> None:
+        """Show ``messages`` (a conversation path); ``regenerable`` are the answers that get a button."""
+        for view in self.views:
+            self._layout.removeWidget(view)
+            view.deleteLater()
+        self.views = []
+        for message in messages:
+            if message.role == "system":
+                continue
+            view = MessageView(
+                message, branches.get(message.id), self.colors, message.id in regenerable, self._inner
+            )
+            view.edit_requested.connect(self.edit_requested)
+            view.regenerate_requested.connect(self.regenerate_requested)
+            view.branch_requested.connect(self.branch_requested)
+            self._layout.insertWidget(self._layout.count() - 1, view)
+            self.views.append(view)
+        self._follow = True
+        QTimer.singleShot(0, self.scroll_to_end)
+
+    def view_of(self, message_id: int) -> MessageView | None:
+        """The view showing a message, if it is on show."""
+        return next((v for v in self.views if v.message.id == message_id), None)
+
+    def last_answer(self) -> MessageView | None:
+        """The newest assistant message on show."""
+        return next((v for v in reversed(self.views) if v.message.role == "assistant"), None)
+
+    def set_colors(self, colors: Colors) -> None:
+        """Switch theme colours and re-render every message."""
+        self.colors = colors
+        for view in self.views:
+            view.colors = colors
+            view.render()
+
+    def plain_text(self) -> str:
+        """All text on show, as the user sees it (tests and accessibility)."""
+        return "\n".join(v.body.toPlainText() for v in self.views)
+
+    def documents(self) -> list[QTextDocument]:
+        """The documents of the messages on show."""
+        return [v.body.document() for v in self.views]
+
+    def scroll_to_end(self) -> None:
+        """Show the newest text."""
+        bar = self.verticalScrollBar()
+        bar.setValue(bar.maximum())
+
+    def _on_range(self, _low: int, high: int) -> None:
+        if self._follow:
+            self.verticalScrollBar().setValue(high)
+
+    def _on_scroll(self, value: int) -> None:
+        # Follow the answer while the user stays at the bottom; scrolling up to read stops following.
+        self._follow = value >= self.verticalScrollBar().maximum() - 8

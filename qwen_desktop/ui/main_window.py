@@ -1,0 +1,799 @@
+"""The main window: conversations on the left, the chat and the composer on the right, figures below.
+
+The window owns the chat store and an ``EngineBridge``; the model loads on the worker thread after the
+window is up. Editing a question or regenerating an answer adds a branch in the store (nothing is deleted);
+"‹ 1/2 ›" on the message flips between branches.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+from pathlib import Path
+
+from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtGui import QAction, QCloseEvent, QGuiApplication, QKeyEvent, QKeySequence
+from PySide6.QtWidgets import (
+    QApplication,
+    QFrame,
+    QHBoxLayout,
+    QInputDialog,
+    QLabel,
+    QListWidget,
+    QListWidgetItem,
+    QMainWindow,
+    QMessageBox,
+    QPlainTextEdit,
+    QProgressBar,
+    QPushButton,
+    QSplitter,
+    QStackedWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from qwen_desktop.engine.generate import SamplingParams
+from qwen_desktop.storage import paths
+from qwen_desktop.storage.chats import DEFAULT_TITLE, ChatStore, Message, open_chat_store, title_from_text
+from qwen_desktop.storage.errors import StorageError
+from qwen_desktop.storage.settings import Settings, load_settings, save_settings
+from qwen_desktop.ui.chat_view import Branch, ChatView
+from qwen_desktop.ui.theme import apply_theme
+from qwen_desktop.ui.throttle import Throttle
+from qwen_desktop.worker import AnswerResult, EngineBridge, ModelInfo
+
+SENDABLE = ("complete", "cancelled", "interrupted")  # answers that go back to the model as history
+
+
+class Composer(QPlainTextEdit):
+    """The message box: Enter sends, Shift+Enter starts a new line.
+
+    Signals:
+        submitted(): Enter was pressed.
+    """
+
+    submitted = Signal()
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:  # noqa: N802 - Qt's name
+        if event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and not (
+            event.modifiers() & Qt.KeyboardModifier.ShiftModifier
+        ):
+            self.submitted.emit()
+            return
+        super().keyPressEvent(event)
+
+
+class MainWindow(QMainWindow):
+    """The app's window.
+
+    Args:
+        settings_file: where the settings live (``paths.settings_path()`` by default).
+        database: the chat database (``paths.database_path()`` by default).
+        load_model: start loading the configured model at once (tests turn it off to look at the welcome).
+
+    Signals:
+        answer_finished(AnswerResult): an answer ended and the window has shown and saved it.
+        model_ready(ModelInfo): a model loaded (or the session was rebuilt) and can answer.
+    """
+
+    answer_finished = Signal(object)
+    model_ready = Signal(object)
+
+    def __init__(
+        self,
+        settings_file: Path | None = None,
+        database: Path | None = None,
+        load_model: bool = True,
+    ) -> None:
+        super().__init__()
+        self.settings_file = settings_file or paths.settings_path()
+        self.settings, settings_warning = load_settings(self.settings_file)
+        self.store: ChatStore
+        self.store, store_warning = open_chat_store(database)
+        self.bridge = EngineBridge(self.store, self)
+        self.model_info: ModelInfo | None = None
+        self.conversation_id: int | None = None
+        self.job_id: int | None = None
+        self.streaming_id: int | None = None
+        self.edit_target: Message | None = None
+        self.load_error: str | None = None
+        self._tokens = 0
+        self._sweeping = False
+        self._closing = False
+        app = QApplication.instance()
+        self.colors = apply_theme(app, self.settings.theme)  # type: ignore[arg-type]
+
+        self.setWindowTitle(self.tr("Qwen Desktop"))
+        self.resize(1100, 720)
+        self._build_ui()
+        self._build_actions()
+        self._connect_worker()
+        self.chat_view.colors = self.colors
+        self.refresh_conversations()
+        conversations = self.store.list_conversations()
+        if conversations:
+            self.open_conversation(conversations[0].id)
+        for warning in (settings_warning, store_warning):
+            if warning:
+                self.show_banner(warning)
+        self._meter_throttle = Throttle(self.update_meter, 250, self)
+        self.composer.textChanged.connect(self._meter_throttle)
+        self._update_controls()
+        if load_model:
+            QTimer.singleShot(0, self.load_configured_model)
+
+    # ----------------------------------------------------------------- building
+
+    def _build_ui(self) -> None:
+        splitter = QSplitter(Qt.Orientation.Horizontal, self)
+        self.setCentralWidget(splitter)
+
+        left = QWidget()
+        left_layout = QVBoxLayout(left)
+        left_layout.setContentsMargins(8, 8, 4, 8)
+        self.new_button = QPushButton(self.tr("New chat"))
+        self.new_button.setAccessibleName(self.tr("New chat"))
+        self.new_button.clicked.connect(self.new_conversation)
+        left_layout.addWidget(self.new_button)
+        self.conversation_list = QListWidget()
+        self.conversation_list.setAccessibleName(self.tr("Conversations"))
+        self.conversation_list.currentItemChanged.connect(self._on_conversation_chosen)
+        left_layout.addWidget(self.conversation_list, 1)
+        row = QHBoxLayout()
+        self.rename_button = QPushButton(self.tr("Rename"))
+        self.rename_button.setAccessibleName(self.tr("Rename conversation"))
+        self.rename_button.clicked.connect(self.rename_conversation)
+        self.delete_button = QPushButton(self.tr("Delete"))
+        self.delete_button.setAccessibleName(self.tr("Delete conversation"))
+        self.delete_button.clicked.connect(self.delete_conversation)
+        row.addWidget(self.rename_button)
+        row.addWidget(self.delete_button)
+        left_layout.addLayout(row)
+        self.settings_button = QPushButton(self.tr("Settings…"))
+        self.settings_button.setAccessibleName(self.tr("Settings"))
+        self.settings_button.clicked.connect(self.open_settings)
+        left_layout.addWidget(self.settings_button)
+        splitter.addWidget(left)
+
+        right = QWidget()
+        right_layout = QVBoxLayout(right)
+        right_layout.setContentsMargins(4, 8, 8, 4)
+        self.banner = QFrame()
+        self.banner.setObjectName("errorBanner")
+        banner_layout = QHBoxLayout(self.banner)
+        self.banner_label = QLabel()
+        self.banner_label.setWordWrap(True)
+        self.banner_label.setAccessibleName(self.tr("Problem"))
+        self.banner_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        banner_layout.addWidget(self.banner_label, 1)
+        self.banner_settings = QPushButton(self.tr("Choose a model…"))
+        self.banner_settings.setAccessibleName(self.tr("Choose a model"))
+        self.banner_settings.clicked.connect(self.open_settings)
+        banner_layout.addWidget(self.banner_settings)
+        self.banner_close = QPushButton(self.tr("Dismiss"))
+        self.banner_close.setAccessibleName(self.tr("Dismiss the message"))
+        self.banner_close.clicked.connect(self.banner.hide)
+        banner_layout.addWidget(self.banner_close)
+        self.banner.hide()
+        right_layout.addWidget(self.banner)
+
+        self.pages = QStackedWidget()
+        self.welcome = self._build_welcome()
+        self.chat_view = ChatView()
+        self.chat_view.edit_requested.connect(self.edit_message)
+        self.chat_view.regenerate_requested.connect(self.regenerate)
+        self.chat_view.branch_requested.connect(self.switch_branch)
+        self.pages.addWidget(self.chat_view)
+        self.pages.addWidget(self.welcome)
+        right_layout.addWidget(self.pages, 1)
+
+        self.edit_label = QLabel()
+        self.edit_label.setWordWrap(True)
+        self.edit_label.setAccessibleName(self.tr("Editing notice"))
+        self.edit_label.hide()
+        right_layout.addWidget(self.edit_label)
+        self.context_warning = QLabel()
+        self.context_warning.setWordWrap(True)
+        self.context_warning.setAccessibleName(self.tr("Context warning"))
+        self.context_warning.setStyleSheet("color: #bc4c00;")
+        self.context_warning.hide()
+        right_layout.addWidget(self.context_warning)
+
+        composer_row = QHBoxLayout()
+        self.composer = Composer()
+        self.composer.setAccessibleName(self.tr("Message"))
+        self.composer.setPlaceholderText(self.tr("Ask anything — Enter sends, Shift+Enter adds a line"))
+        self.composer.setFixedHeight(84)
+        self.composer.submitted.connect(self.send)
+        composer_row.addWidget(self.composer, 1)
+        buttons = QVBoxLayout()
+        self.send_button = QPushButton(self.tr("Send"))
+        self.send_button.setAccessibleName(self.tr("Send message"))
+        self.send_button.clicked.connect(self.send)
+        self.stop_button = QPushButton(self.tr("Stop"))
+        self.stop_button.setAccessibleName(self.tr("Stop the answer"))
+        self.stop_button.clicked.connect(self.stop)
+        buttons.addWidget(self.send_button)
+        buttons.addWidget(self.stop_button)
+        composer_row.addLayout(buttons)
+        right_layout.addLayout(composer_row)
+        splitter.addWidget(right)
+        splitter.setStretchFactor(1, 1)
+        splitter.setSizes([240, 860])
+
+        bar = self.statusBar()
+        self.status_label = QLabel(self.tr("Starting…"))
+        self.status_label.setAccessibleName(self.tr("Status"))
+        bar.addWidget(self.status_label, 1)
+        self.speed_label = QLabel()
+        self.speed_label.setAccessibleName(self.tr("Answer speed"))
+        bar.addPermanentWidget(self.speed_label)
+        self.meter = QProgressBar()
+        self.meter.setAccessibleName(self.tr("Context used"))
+        self.meter.setFixedWidth(220)
+        self.meter.setTextVisible(True)
+        self.meter.setFormat(self.tr("context: –"))
+        self.meter.setRange(0, 1)
+        self.meter.setValue(0)
+        bar.addPermanentWidget(self.meter)
+
+    def _build_welcome(self) -> QWidget:
+        page = QWidget()
+        layout = QVBoxLayout(page)
+        layout.addStretch(1)
+        title = QLabel(self.tr("<h2>Welcome to Qwen Desktop</h2>"))
+        title.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        layout.addWidget(title)
+        text = QLabel(
+            self.tr(
+                "Qwen Desktop answers with a language model that runs on this computer; nothing leaves it.<br>"
+                "To start, import a Qwen2.5 model you have on disk: a <b>GGUF file</b> (as used by LM Studio, "
+                "Ollama and llama.cpp) or a <b>Hugging Face folder</b> (config.json, *.safetensors, "
+                "tokenizer.json). It is converted once; a 0.5B model takes about a minute.<br><br>"
+                "Downloading models from inside the app arrives with the model manager."
+            )
+        )
+        text.setWordWrap(True)
+        text.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        text.setAccessibleName(self.tr("Welcome text"))
+        layout.addWidget(text)
+        row = QHBoxLayout()
+        row.addStretch(1)
+        self.welcome_import = QPushButton(self.tr("Import a model…"))
+        self.welcome_import.setAccessibleName(self.tr("Import a model"))
+        self.welcome_import.clicked.connect(self.open_settings)
+        row.addWidget(self.welcome_import)
+        row.addStretch(1)
+        layout.addLayout(row)
+        layout.addStretch(2)
+        return page
+
+    def _build_actions(self) -> None:
+        def action(name: str, keys: QKeySequence | str, slot: object) -> QAction:
+            act = QAction(name, self)
+            act.setShortcut(QKeySequence(keys))
+            act.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
+            act.triggered.connect(slot)
+            self.addAction(act)
+            return act
+
+        self.new_action = action(self.tr("New chat"), "Ctrl+N", self.new_conversation)
+        self.focus_action = action(self.tr("Focus the message box"), "Ctrl+L", self.composer.setFocus)
+        self.stop_action = action(self.tr("Stop"), "Esc", self.stop)
+        self.settings_action = action(self.tr("Settings"), "Ctrl+,", self.open_settings)
+        self.copy_action = action(self.tr("Copy the last answer"), "Ctrl+Shift+C", self.copy_last_answer)
+
+    def _connect_worker(self) -> None:
+        worker = self.bridge.worker
+        worker.loading.connect(self._on_loading)
+        worker.loaded.connect(self._on_loaded)
+        worker.load_failed.connect(self._on_load_failed)
+        worker.first_token.connect(self._on_first_token)
+        worker.piece.connect(self._on_piece)
+        worker.finished.connect(self._on_finished)
+        worker.reconfigured.connect(self._on_reconfigured)
+        worker.sweep_progress.connect(self._on_sweep_progress)
+        worker.sweep_done.connect(self._on_sweep_done)
+        worker.job_failed.connect(self._on_job_failed)
+
+    # ----------------------------------------------------------------- model
+
+    def configured_model(self) -> Path | None:
+        """The model folder to use: the settings' choice, else the registry's default, else None."""
+        if self.settings.model_path:
+            return Path(self.settings.model_path)
+        try:
+            from qwen_desktop.models.registry import Registry
+
+            default = Registry(paths.models_dir(self.settings.models_dir)).get_default()
+        except Exception:  # a damaged models folder must not stop the window
+            return None
+        return default.folder if default else None
+
+    def effective_threads(self) -> int:
+        """Threads to run with: the setting, or for Auto the benchmark's pick (0 = all cores until then)."""
+        if self.settings.threads:
+            return self.settings.threads
+        return self.settings.auto_threads or 0
+
+    def load_configured_model(self) -> None:
+        """Start loading the configured model on the worker thread, or show the welcome page."""
+        folder = self.configured_model()
+        if folder is None:
+            self.pages.setCurrentWidget(self.welcome)
+            self.status_label.setText(self.tr("No model yet"))
+            self._update_controls()
+            return
+        self.load_model(folder)
+
+    def load_model(self, folder: Path) -> None:
+        """Load ``folder`` (on the worker thread)."""
+        self.model_info = None
+        self.load_error = None
+        self.banner.hide()
+        self.pages.setCurrentWidget(self.chat_view)
+        self.status_label.setText(self.tr("Loading model…"))
+        self._update_controls()
+        self.bridge.load(folder, self.effective_threads(), self.settings.context_limit)
+
+    def _on_loading(self, what: str) -> None:
+        texts = {
+            "Reading model folder…": self.tr("Reading model folder…"),
+            "Loading model…": self.tr("Loading model…"),
+            "Warming up…": self.tr("Warming up…"),
+        }
+        self.status_label.setText(texts.get(what, what))
+
+    def _on_loaded(self, info: ModelInfo) -> None:
+        self.model_info = info
+        self.status_label.setText(
+            self.tr("Ready — %1, %2 threads — warm-up %3 s")
+            .replace("%1", info.name)
+            .replace("%2", str(info.threads))
+            .replace("%3", f"{info.warmup_seconds:.1f}")
+        )
+        self._update_controls()
+        self.update_meter()
+        if self.settings.threads == 0 and self.settings.auto_threads is None:
+            self.run_thread_sweep()
+        self.model_ready.emit(info)
+
+    def _on_load_failed(self, message: str) -> None:
+        self.model_info = None
+        self.load_error = message
+        self.show_banner(self.tr("The model could not be loaded: %1").replace("%1", message), model=True)
+        self.status_label.setText(self.tr("No model loaded"))
+        self._update_controls()
+
+    def _on_reconfigured(self, info: ModelInfo) -> None:
+        self._on_loaded(info)
+
+    def run_thread_sweep(self) -> None:
+        """Measure decode speed for 1..cores threads on the worker and use the fastest ("Auto")."""
+        if self.model_info is None or self._sweeping:
+            return
+        self._sweeping = True
+        self.status_label.setText(self.tr("Measuring the best thread count…"))
+        self._update_controls()
+        self.bridge.sweep(self.model_info.folder, list(range(1, (os.cpu_count() or 1) + 1)))
+
+    def _on_sweep_progress(self, done: int, total: int) -> None:
+        self.status_label.setText(
+            self.tr("Measuring the best thread count… %1/%2")
+            .replace("%1", str(done))
+            .replace("%2", str(total))
+        )
+
+    def _on_sweep_done(self, result: dict[int, float]) -> None:
+        from qwen_desktop.engine.bench import fastest
+
+        self._sweeping = False
+        if not result:
+            self._update_controls()
+            return
+        best = fastest(result)
+        self.settings = replace(self.settings, auto_threads=best)
+        self._save_settings()
+        self.status_label.setText(self.tr("Rebuilding the session with %1 threads…").replace("%1", str(best)))
+        self.bridge.reconfigure(best, self.settings.context_limit)
+
+    def _on_job_failed(self, kind: str, message: str) -> None:
+        if kind == "sweep":
+            self._sweeping = False
+        if kind != "import":
+            self.show_banner(message)
+        self._update_controls()
+
+    # ----------------------------------------------------------------- conversations
+
+    def refresh_conversations(self) -> None:
+        """Fill the list from the store, keeping the current selection."""
+        self.conversation_list.blockSignals(True)
+        self.conversation_list.clear()
+        for conv in self.store.list_conversations():
+            item = QListWidgetItem(conv.title)
+            item.setData(Qt.ItemDataRole.UserRole, conv.id)
+            item.setToolTip(conv.title)
+            self.conversation_list.addItem(item)
+            if conv.id == self.conversation_id:
+                self.conversation_list.setCurrentItem(item)
+        self.conversation_list.blockSignals(False)
+
+    def _on_conversation_chosen(self, item: QListWidgetItem | None, _previous: object) -> None:
+        if item is not None:
+            self.open_conversation(int(item.data(Qt.ItemDataRole.UserRole)))
+
+    def open_conversation(self, conversation_id: int) -> None:
+        """Show a conversation."""
+        self.conversation_id = conversation_id
+        self.cancel_edit()
+        if self.model_info is not None or self.load_error is not None or self.configured_model():
+            self.pages.setCurrentWidget(self.chat_view)
+        self.reload_messages()
+        self.refresh_conversations()
+        self._update_controls()
+        self.update_meter()
+
+    def new_conversation(self) -> None:
+        """Start an empty conversation (Ctrl+N)."""
+        conv = self.store.create_conversation(self.tr("New chat"))
+        self.open_conversation(conv.id)
+        self.composer.setFocus()
+
+    def rename_conversation(self) -> None:
+        """Ask for a new title."""
+        if self.conversation_id is None:
+            return
+        conv = self.store.get_conversation(self.conversation_id)
+        title, ok = QInputDialog.getText(self, self.tr("Rename"), self.tr("Title:"), text=conv.title)
+        if ok and title.strip():
+            self.store.rename_conversation(conv.id, title)
+            self.refresh_conversations()
+
+    def delete_conversation(self, confirm: bool = True) -> None:
+        """Delete the current conversation after asking."""
+        if self.conversation_id is None or (self.bridge.busy and self.streaming_id is not None):
+            return
+        conv = self.store.get_conversation(self.conversation_id)
+        if confirm:
+            box = QMessageBox(
+                QMessageBox.Icon.Question,
+                self.tr("Delete conversation"),
+                self.tr("Delete “%1” and all its messages? This cannot be undone.").replace("%1", conv.title),
+                QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
+                self,
+            )
+            box.setDefaultButton(QMessageBox.StandardButton.No)
+            if box.exec() != QMessageBox.StandardButton.Yes:
+                return
+        self.store.delete_conversation(conv.id)
+        self.conversation_id = None
+        remaining = self.store.list_conversations()
+        if remaining:
+            self.open_conversation(remaining[0].id)
+        else:
+            self.chat_view.show_messages([], {}, set())
+            self.refresh_conversations()
+            self._update_controls()
+
+    def reload_messages(self) -> None:
+        """Show the current branch of the current conversation, with branch arrows and buttons."""
+        if self.conversation_id is None:
+            self.chat_view.show_messages([], {}, set())
+            return
+        path = self.store.path(self.conversation_id)
+        branches: dict[int, Branch] = {}
+        for message in path:
+            siblings = self.store.siblings(message.id)
+            if len(siblings) > 1:
+                ids = [s.id for s in siblings]
+                i = ids.index(message.id)
+                branches[message.id] = Branch(
+                    i + 1, len(ids), ids[i - 1] if i > 0 else None, ids[i + 1] if i + 1 < len(ids) else None
+                )
+        regenerable = set()
+        if path and path[-1].role == "assistant" and path[-1].status != "streaming":
+            regenerable.add(path[-1].id)
+        self.chat_view.show_messages(path, branches, regenerable)
+
+    def switch_branch(self, message_id: int) -> None:
+        """Show the branch through ``message_id`` (the "‹ ›" arrows)."""
+        if self.bridge.busy:
+            return
+        self.store.switch_to(message_id)
+        self.reload_messages()
+        self.update_meter()
+
+    # ----------------------------------------------------------------- answering
+
+    def system_prompt(self) -> str:
+        """The system prompt of the current conversation."""
+        if self.conversation_id is not None:
+            own = self.store.get_conversation(self.conversation_id).system_prompt
+            if own is not None:
+                return own
+        return self.settings.system_prompt
+
+    def prompt_messages(self, path: list[Message]) -> list[dict[str, str]]:
+        """The conversation as the engine takes it: system prompt, then the turns worth sending."""
+        messages = []
+        if self.system_prompt().strip():
+            messages.append({"role": "system", "content": self.system_prompt()})
+        for m in path:
+            if m.role == "assistant" and (m.status not in SENDABLE or not m.content):
+                continue
+            if m.role != "system":
+                messages.append({"role": m.role, "content": m.content})
+        return messages
+
+    def sampling(self) -> SamplingParams:
+        """Sampling settings from the user's settings."""
+        s = self.settings
+        return SamplingParams(
+            temperature=s.temperature,
+            top_p=s.top_p,
+            top_k=s.top_k,
+            min_p=s.min_p,
+            repetition_penalty=s.repetition_penalty,
+            seed=s.seed,
+            max_tokens=s.max_tokens,
+        )
+
+    def can_send(self) -> bool:
+        """A model is loaded, nothing else is running."""
+        return self.model_info is not None and not self.bridge.busy and not self._sweeping
+
+    def send(self) -> None:
+        """Send the composer's text (Enter): a new turn, or a new branch when editing."""
+        text = self.composer.toPlainText().strip()
+        if not text or not self.can_send():
+            return
+        if self.conversation_id is None:
+            self.conversation_id = self.store.create_conversation(self.tr("New chat")).id
+        parent: object
+        if self.edit_target is not None:
+            parent = self.edit_target.parent_id
+        else:
+            path = self.store.path(self.conversation_id)
+            parent = path[-1].id if path else None
+        user = self.store.add_message(self.conversation_id, "user", text, parent_id=parent)  # type: ignore[arg-type]
+        if self.store.get_conversation(self.conversation_id).title in (DEFAULT_TITLE, self.tr("New chat")):
+            self.store.rename_conversation(self.conversation_id, title_from_text(text) or text[:40])
+        self.composer.clear()
+        self.cancel_edit()
+        self._start_answer(user.id)
+
+    def regenerate(self, message_id: int) -> None:
+        """Write a new answer beside ``message_id`` (kept as another version)."""
+        if not self.can_send():
+            return
+        old = self.store.get_message(message_id)
+        if old.parent_id is None:
+            return
+        self._start_answer(old.parent_id)
+
+    def _start_answer(self, parent_id: int) -> None:
+        assert self.conversation_id is not None
+        path = self.store.switch_to(parent_id)
+        path = path[: [m.id for m in path].index(parent_id) + 1]
+        messages = self.prompt_messages(path)
+        answer = self.store.add_message(
+            self.conversation_id, "assistant", "", parent_id=parent_id, status="streaming"
+        )
+        self.streaming_id = answer.id
+        self._tokens = 0
+        self.speed_label.setText(self.tr("waiting for the first token…"))
+        self.job_id = self.bridge.answer(messages, self.sampling(), answer.id)
+        self.reload_messages()
+        self.refresh_conversations()
+        self._update_controls()
+        self.update_meter()
+
+    def stop(self) -> None:
+        """Stop the running answer (Esc), or cancel an edit."""
+        if self.bridge.busy or self._sweeping:
+            self.bridge.cancel()
+        elif self.edit_target is not None:
+            self.cancel_edit()
+
+    def _on_first_token(self, job_id: int, seconds: float) -> None:
+        if job_id == self.job_id:
+            self.speed_label.setText(self.tr("first token %1 s").replace("%1", f"{seconds:.2f}"))
+
+    def _on_piece(self, job_id: int, text: str, tokens: int) -> None:
+        if job_id != self.job_id or self.streaming_id is None:
+            return
+        view = self.chat_view.view_of(self.streaming_id)
+        if view is not None:
+            view.append(text)
+        self._tokens = tokens
+
+    def _on_finished(self, result: AnswerResult) -> None:
+        if result.job_id != self.job_id:
+            return
+        message_id = self.streaming_id
+        self.streaming_id = None
+        self.job_id = None
+        if result.stats is not None:
+            s = result.stats
+            self.speed_label.setText(
+                self.tr("first token %1 s · %2 tokens/s · %3 tokens")
+                .replace("%1", f"{s.ttft:.2f}")
+                .replace("%2", f"{s.decode_tps:.1f}")
+                .replace("%3", str(s.generated_tokens))
+            )
+        if self._closing:
+            return
+        if message_id is not None and self.conversation_id is not None:
+            self.reload_messages()
+            view = self.chat_view.view_of(message_id)
+            if view is not None and result.error:
+                view.set_status("failed", result.error)
+        if result.reason == "error":
+            self.show_banner(self.tr("The answer failed: %1").replace("%1", result.error or "?"))
+        self._update_controls()
+        self.update_meter()
+        self.answer_finished.emit(result)
+
+    # ----------------------------------------------------------------- editing and copying
+
+    def edit_message(self, message_id: int) -> None:
+        """Put a user message in the composer; sending it adds a new branch beside the old one."""
+        if self.bridge.busy:
+            return
+        self.edit_target = self.store.get_message(message_id)
+        self.composer.setPlainText(self.edit_target.content)
+        self.edit_label.setText(
+            self.tr(
+                "Editing an earlier message. Sending starts a new version of the conversation from here; "
+                "the old version is kept (use ‹ › on the message to switch). Esc cancels."
+            )
+        )
+        self.edit_label.show()
+        self.composer.setFocus()
+
+    def cancel_edit(self) -> None:
+        """Leave edit mode (the composer keeps its text)."""
+        self.edit_target = None
+        self.edit_label.hide()
+
+    def copy_last_answer(self) -> None:
+        """Copy the newest answer's text (Ctrl+Shift+C)."""
+        view = self.chat_view.last_answer()
+        if view is not None:
+            QGuiApplication.clipboard().setText(view.text)
+            self.statusBar().showMessage(self.tr("Answer copied"), 2000)
+
+    # ----------------------------------------------------------------- context meter
+
+    def update_meter(self) -> None:
+        """Count the conversation plus the draft with the model's tokenizer; warn if turns would drop."""
+        engine = self.bridge.engine
+        if engine is None or self.model_info is None:
+            self.meter.setRange(0, 1)
+            self.meter.setValue(0)
+            self.meter.setFormat(self.tr("context: –"))
+            self.context_warning.hide()
+            return
+        path = self.store.path(self.conversation_id) if self.conversation_id is not None else []
+        if self.edit_target is not None:
+            ids = [m.id for m in path]
+            if self.edit_target.id in ids:
+                path = path[: ids.index(self.edit_target.id)]
+        messages = self.prompt_messages(path)
+        draft = self.composer.toPlainText().strip()
+        if draft:
+            messages.append({"role": "user", "content": draft})
+        if not messages:
+            messages = [{"role": "user", "content": ""}]
+        try:
+            plan = engine.plan(messages, self.settings.max_tokens)
+        except Exception:  # counting must never break typing
+            return
+        self.meter.setRange(0, plan.limit)
+        self.meter.setValue(min(plan.used, plan.limit))
+        self.meter.setFormat(
+            self.tr("%1 / %2 tokens").replace("%1", str(plan.used)).replace("%2", str(plan.limit))
+        )
+        self.meter.setToolTip(
+            self.tr("System prompt: %1 · history: %2 · room for the reply: %3")
+            .replace("%1", str(plan.system_tokens))
+            .replace("%2", str(plan.history_tokens))
+            .replace("%3", str(plan.reply_room))
+        )
+        if plan.dropped or plan.trimmed:
+            if plan.dropped:
+                text = self.tr(
+                    "Sending this pushes the %1 oldest message(s) out of the context: the model will not see them."
+                ).replace("%1", str(plan.dropped))
+            else:
+                text = self.tr("A message is too long for the context and will be shortened in the middle.")
+            self.context_warning.setText(text)
+            self.context_warning.show()
+        else:
+            self.context_warning.hide()
+        self.last_plan = plan
+
+    # ----------------------------------------------------------------- settings
+
+    def open_settings(self) -> None:
+        """Open the settings dialog (Ctrl+,) and apply what changed."""
+        from qwen_desktop.ui.settings_dialog import SettingsDialog
+
+        dialog = SettingsDialog(self.settings, self.installed_models(), self.bridge, self.models_dir(), self)
+        if dialog.exec():
+            self.apply_settings(dialog.result_settings())
+
+    def models_dir(self) -> Path:
+        """The models folder."""
+        return paths.models_dir(self.settings.models_dir)
+
+    def installed_models(self) -> list[tuple[str, str]]:
+        """(label, folder) of the models in the models folder."""
+        try:
+            from qwen_desktop.models.registry import Registry
+
+            return [(m.display_name, str(m.folder)) for m in Registry(self.models_dir()).list_models()]
+        except Exception:
+            return []
+
+    def apply_settings(self, new: Settings) -> None:
+        """Save ``new`` and apply it now: theme, model, session (threads, context) — no restart."""
+        old = self.settings
+        if new.threads != 0:
+            new = replace(new, auto_threads=old.auto_threads)
+        self.settings = new
+        self._save_settings()
+        if new.theme != old.theme:
+            self.colors = apply_theme(QApplication.instance(), new.theme)  # type: ignore[arg-type]
+            self.chat_view.set_colors(self.colors)
+        model_changed = (new.model_path or None) != (old.model_path or None)
+        if model_changed and new.model_path:
+            self.load_model(Path(new.model_path))
+        elif self.model_info is not None:
+            if new.threads == 0 and old.threads != 0:
+                self.run_thread_sweep()
+            elif new.threads != old.threads or new.context_limit != old.context_limit:
+                self.status_label.setText(self.tr("Applying settings…"))
+                self.bridge.reconfigure(self.effective_threads(), new.context_limit)
+        elif self.load_error is not None and new.model_path:
+            self.load_model(Path(new.model_path))
+        self.update_meter()
+
+    def _save_settings(self) -> None:
+        try:
+            save_settings(self.settings, self.settings_file)
+        except StorageError as exc:
+            self.show_banner(str(exc))
+
+    # ----------------------------------------------------------------- state
+
+    def show_banner(self, text: str, model: bool = False) -> None:
+        """Show a problem above the chat; the app stays usable."""
+        self.banner_label.setText(text)
+        self.banner_settings.setVisible(model)
+        self.banner.show()
+
+    def _update_controls(self) -> None:
+        busy = self.bridge.busy
+        self.send_button.setEnabled(self.can_send())
+        self.stop_button.setEnabled(busy or self._sweeping)
+        self.composer.setReadOnly(False)
+        self.delete_button.setEnabled(self.conversation_id is not None and not busy)
+        self.rename_button.setEnabled(self.conversation_id is not None)
+        for view in self.chat_view.views:
+            for button in (view.edit_button, view.regenerate_button):
+                if button is not None:
+                    button.setEnabled(not busy and self.model_info is not None)
+
+    def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt's name
+        """Stop a running answer, join the worker thread, keep the partial answer, close the database."""
+        self._closing = True
+        self.bridge.shutdown()
+        if self.streaming_id is not None:
+            # The worker saved the text as "cancelled"; make sure nothing is left "streaming".
+            message = self.store.get_message(self.streaming_id)
+            if message.status == "streaming":
+                self.store.update_message(self.streaming_id, status="cancelled")
+        self.store.close()
+        super().closeEvent(event)

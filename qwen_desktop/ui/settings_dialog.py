@@ -1,0 +1,282 @@
+"""The settings dialog: threads, context, sampling, system prompt, theme, language and the model in use."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+from pathlib import Path
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QDoubleSpinBox,
+    QFileDialog,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QMenu,
+    QPlainTextEdit,
+    QProgressDialog,
+    QPushButton,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
+
+from qwen_desktop.storage.settings import CONTEXT_MAX, CONTEXT_MIN, Settings
+from qwen_desktop.worker import EngineBridge
+
+LANGUAGES = (("system", None), ("en", "English"), ("zh_CN", "简体中文"))
+
+
+def physical_cores() -> int | None:
+    """Physical CPU cores from /proc/cpuinfo (Linux), or None when this system does not say."""
+    try:
+        text = Path("/proc/cpuinfo").read_text(encoding="utf-8")
+    except OSError:
+        return None
+    cores: set[tuple[str, str]] = set()
+    physical = core = None
+    for line in [*text.splitlines(), ""]:
+        key, _, value = line.partition(":")
+        key = key.strip()
+        if key == "physical id":
+            physical = value.strip()
+        elif key == "core id":
+            core = value.strip()
+        elif not line.strip():
+            if physical is not None and core is not None:
+                cores.add((physical, core))
+            physical = core = None
+    return len(cores) or None
+
+
+class SettingsDialog(QDialog):
+    """Edit a copy of the settings; ``result_settings()`` gives it back when accepted.
+
+    The model list comes from the registry; "Import from disk…" builds a model on the worker thread with a
+    progress dialog and selects it when done.
+
+    Signals:
+        model_imported(object): an ``InstalledModel`` was imported while the dialog was open.
+    """
+
+    model_imported = Signal(object)
+
+    def __init__(
+        self,
+        settings: Settings,
+        models: list[tuple[str, str]],
+        bridge: EngineBridge | None,
+        models_dir: Path,
+        parent: QWidget | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self.setWindowTitle(self.tr("Settings"))
+        self.setAccessibleName(self.tr("Settings"))
+        self.settings = settings
+        self.bridge = bridge
+        self.models_dir = models_dir
+        self._progress: QProgressDialog | None = None
+        layout = QVBoxLayout(self)
+        form = QFormLayout()
+        layout.addLayout(form)
+
+        cpus = os.cpu_count() or 1
+        phys = physical_cores()
+        self.threads = QComboBox()
+        if phys:
+            auto = self.tr("Auto (fastest measured; %1 physical cores)").replace("%1", str(phys))
+        else:
+            auto = self.tr("Auto (fastest measured)")
+        if settings.auto_threads:
+            auto += " — " + self.tr("now %1").replace("%1", str(settings.auto_threads))
+        self.threads.addItem(auto, 0)
+        for n in range(1, cpus + 1):
+            self.threads.addItem(str(n), n)
+        self.threads.setCurrentIndex(max(0, self.threads.findData(settings.threads)))
+        self.threads.setAccessibleName(self.tr("CPU threads"))
+        form.addRow(self.tr("CPU threads:"), self.threads)
+
+        self.context = self._spin(CONTEXT_MIN, CONTEXT_MAX, settings.context_limit, self.tr("Context limit"))
+        self.context.setSingleStep(256)
+        self.context.setSuffix(self.tr(" tokens"))
+        form.addRow(self.tr("Context limit:"), self.context)
+        self.max_tokens = self._spin(1, CONTEXT_MAX, settings.max_tokens, self.tr("Maximum reply length"))
+        self.max_tokens.setSuffix(self.tr(" tokens"))
+        form.addRow(self.tr("Maximum reply length:"), self.max_tokens)
+        self.temperature = self._double(0.0, 2.0, settings.temperature, self.tr("Temperature"))
+        form.addRow(self.tr("Temperature:"), self.temperature)
+        self.top_p = self._double(0.0, 1.0, settings.top_p, self.tr("Top-p"))
+        form.addRow(self.tr("Top-p:"), self.top_p)
+        self.top_k = self._spin(0, 1000, settings.top_k, self.tr("Top-k"))
+        self.top_k.setSpecialValueText(self.tr("off"))
+        form.addRow(self.tr("Top-k:"), self.top_k)
+        self.repetition = self._double(1.0, 2.0, settings.repetition_penalty, self.tr("Repetition penalty"))
+        form.addRow(self.tr("Repetition penalty:"), self.repetition)
+        self.seed = self._spin(-1, 2**31 - 1, -1 if settings.seed is None else settings.seed, self.tr("Seed"))
+        self.seed.setSpecialValueText(self.tr("random"))
+        form.addRow(self.tr("Seed:"), self.seed)
+
+        self.system_prompt = QPlainTextEdit(settings.system_prompt)
+        self.system_prompt.setAccessibleName(self.tr("System prompt"))
+        self.system_prompt.setFixedHeight(70)
+        form.addRow(self.tr("System prompt:"), self.system_prompt)
+
+        self.theme = QComboBox()
+        for value, label in (
+            ("system", self.tr("Same as the system")),
+            ("light", self.tr("Light")),
+            ("dark", self.tr("Dark")),
+        ):
+            self.theme.addItem(label, value)
+        self.theme.setCurrentIndex(max(0, self.theme.findData(settings.theme)))
+        self.theme.setAccessibleName(self.tr("Theme"))
+        form.addRow(self.tr("Theme:"), self.theme)
+
+        self.language = QComboBox()
+        for value, label in LANGUAGES:
+            self.language.addItem(label or self.tr("Same as the system"), value)
+        self.language.setCurrentIndex(max(0, self.language.findData(settings.language)))
+        self.language.setAccessibleName(self.tr("Language (applies at the next start)"))
+        form.addRow(self.tr("Language (next start):"), self.language)
+
+        model_row = QHBoxLayout()
+        self.model = QComboBox()
+        self.model.setAccessibleName(self.tr("Model in use"))
+        self.model.setMinimumWidth(260)
+        for label, folder in models:
+            self.model.addItem(label, folder)
+        if settings.model_path and self.model.findData(settings.model_path) < 0:
+            self.model.addItem(Path(settings.model_path).name, settings.model_path)
+        if settings.model_path:
+            self.model.setCurrentIndex(self.model.findData(settings.model_path))
+        model_row.addWidget(self.model, 1)
+        self.import_button = QPushButton(self.tr("Import from disk…"))
+        self.import_button.setAccessibleName(self.tr("Import a model from disk"))
+        menu = QMenu(self.import_button)
+        menu.addAction(self.tr("GGUF file…"), self.import_gguf)
+        menu.addAction(self.tr("Hugging Face folder…"), self.import_folder)
+        self.import_button.setMenu(menu)
+        self.import_button.setEnabled(bridge is not None)
+        model_row.addWidget(self.import_button)
+        form.addRow(self.tr("Model:"), model_row)
+        note = QLabel(self.tr("Downloading models arrives with the model manager."))
+        note.setEnabled(False)
+        form.addRow("", note)
+
+        buttons = QDialogButtonBox(
+            QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel
+        )
+        buttons.button(QDialogButtonBox.StandardButton.Ok).setAccessibleName(self.tr("Apply settings"))
+        buttons.button(QDialogButtonBox.StandardButton.Cancel).setAccessibleName(self.tr("Cancel"))
+        buttons.accepted.connect(self.accept)
+        buttons.rejected.connect(self.reject)
+        layout.addWidget(buttons)
+
+    def _spin(self, low: int, high: int, value: int, name: str) -> QSpinBox:
+        box = QSpinBox()
+        box.setRange(low, high)
+        box.setValue(value)
+        box.setAccessibleName(name)
+        return box
+
+    def _double(self, low: float, high: float, value: float, name: str) -> QDoubleSpinBox:
+        box = QDoubleSpinBox()
+        box.setRange(low, high)
+        box.setDecimals(2)
+        box.setSingleStep(0.05)
+        box.setValue(value)
+        box.setAccessibleName(name)
+        return box
+
+    def result_settings(self) -> Settings:
+        """The settings as edited."""
+        seed = self.seed.value()
+        return replace(
+            self.settings,
+            threads=int(self.threads.currentData()),
+            context_limit=self.context.value(),
+            max_tokens=self.max_tokens.value(),
+            temperature=self.temperature.value(),
+            top_p=self.top_p.value(),
+            top_k=self.top_k.value(),
+            repetition_penalty=self.repetition.value(),
+            seed=None if seed < 0 else seed,
+            system_prompt=self.system_prompt.toPlainText(),
+            theme=str(self.theme.currentData()),
+            language=str(self.language.currentData()),
+            model_path=self.model.currentData() or self.settings.model_path,
+        ).clamped()
+
+    # Import
+
+    def import_gguf(self) -> None:
+        """Ask for a GGUF file and import it."""
+        path, _ = QFileDialog.getOpenFileName(
+            self, self.tr("Import a GGUF file"), str(Path.home()), self.tr("GGUF models (*.gguf)")
+        )
+        if path:
+            self.start_import(Path(path))
+
+    def import_folder(self) -> None:
+        """Ask for a Hugging Face folder and import it."""
+        path = QFileDialog.getExistingDirectory(
+            self, self.tr("Import a Hugging Face folder"), str(Path.home())
+        )
+        if path:
+            self.start_import(Path(path))
+
+    def start_import(self, source: Path) -> None:
+        """Build ``source`` into the models folder on the worker thread, showing progress."""
+        if self.bridge is None:
+            return
+        self._progress = QProgressDialog(
+            self.tr("Importing %1…").replace("%1", source.name), self.tr("Cancel"), 0, 100, self
+        )
+        self._progress.setWindowTitle(self.tr("Import a model"))
+        self._progress.setAccessibleName(self.tr("Import progress"))
+        self._progress.setWindowModality(Qt.WindowModality.WindowModal)
+        self._progress.setMinimumDuration(0)
+        self._progress.canceled.connect(self.bridge.cancel)
+        worker = self.bridge.worker
+        worker.import_progress.connect(self._on_progress)
+        worker.imported.connect(self._on_imported)
+        worker.job_failed.connect(self._on_failed)
+        self.import_button.setEnabled(False)
+        self.bridge.import_model(source, self.models_dir)
+
+    def _disconnect(self) -> None:
+        worker = self.bridge.worker if self.bridge else None
+        if worker is not None:
+            worker.import_progress.disconnect(self._on_progress)
+            worker.imported.disconnect(self._on_imported)
+            worker.job_failed.disconnect(self._on_failed)
+        if self._progress is not None:
+            self._progress.canceled.disconnect()
+            self._progress.close()
+            self._progress = None
+        self.import_button.setEnabled(True)
+
+    def _on_progress(self, stage: str, done: int, total: int) -> None:
+        if self._progress is not None:
+            self._progress.setLabelText(self.tr("Building: %1").replace("%1", stage))
+            self._progress.setMaximum(max(total, 1))
+            self._progress.setValue(min(done, max(total, 1)))
+
+    def _on_imported(self, model: object) -> None:
+        self._disconnect()
+        folder = str(model.folder)  # type: ignore[attr-defined]
+        self.model.addItem(str(model.display_name), folder)  # type: ignore[attr-defined]
+        self.model.setCurrentIndex(self.model.findData(folder))
+        self.model_imported.emit(model)
+
+    def _on_failed(self, kind: str, message: str) -> None:
+        if kind != "import":
+            return
+        self._disconnect()
+        from PySide6.QtWidgets import QMessageBox
+
+        QMessageBox.warning(self, self.tr("Import failed"), message)

@@ -1,0 +1,364 @@
+"""The one place where threads meet: the engine runs on a ``QThread``, the window hears about it by signals.
+
+``EngineWorker`` is a ``QObject`` moved onto a ``QThread``. Its slots are plain jobs (load a model, answer a
+conversation, rebuild the session, sweep thread counts, import a model) that run one after another on that
+thread, in the manner of superqt's ``GeneratorWorker``: iterate a plain generator, check a
+``threading.Event`` between items, emit each item as a signal. The engine itself knows nothing of Qt.
+
+``EngineBridge`` is the window's handle: it owns the thread and the worker, queues jobs on it and, on
+shutdown, cancels what runs, stops the thread and joins it.
+
+The worker also writes a streaming answer to the chat database (at most a second apart, then once more at
+the end), so what the user saw survives a crash even when the window never gets to save it.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QObject, QThread, Signal, Slot
+
+from qwen_desktop.engine.generate import Finished, GenerationStats, SamplingParams, TextPiece
+from qwen_desktop.storage.chats import ChatStore
+
+SAVE_INTERVAL = 1.0  # seconds between saves of a streaming answer: a killed process loses at most this much
+PIECE_INTERVAL = 0.016  # seconds: pieces arriving faster than a frame are sent to the window together
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """What the window shows about a loaded model."""
+
+    folder: Path
+    name: str
+    precision: str
+    threads: int
+    context_limit: int
+    max_context: int
+    load_seconds: float
+    warmup_seconds: float
+
+
+@dataclass(frozen=True)
+class AnswerJob:
+    """One answer to write.
+
+    Attributes:
+        job_id: Echoed in every signal about this answer, so a late signal of an old job can be ignored.
+        messages: The whole conversation (system prompt first), ending with the user's message.
+        params: Sampling settings.
+        message_id: The assistant message in the database that receives the text, or None.
+    """
+
+    job_id: int
+    messages: list[dict[str, str]]
+    params: SamplingParams
+    message_id: int | None = None
+
+
+@dataclass
+class AnswerResult:
+    """How an answer ended: ``reason`` is "stop", "length", "cancelled" or "error"."""
+
+    job_id: int
+    reason: str
+    text: str
+    stats: GenerationStats | None = None
+    error: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def stats_dict(self) -> dict[str, Any]:
+        """The figures saved with the message."""
+        if self.stats is None:
+            return {"reason": self.reason}
+        s = self.stats
+        return {
+            "reason": self.reason,
+            "prompt_tokens": s.prompt_tokens,
+            "reused_tokens": s.reused_tokens,
+            "generated_tokens": s.generated_tokens,
+            "ttft": round(s.ttft, 4),
+            "prefill_tps": round(s.prefill_tps, 2),
+            "decode_tps": round(s.decode_tps, 2),
+            "total": round(s.total, 3),
+        }
+
+
+def model_info(engine: Any) -> ModelInfo:
+    """Describe a loaded ``ChatEngine``."""
+    files = engine.files
+    return ModelInfo(
+        folder=Path(files.folder),
+        name=str(files.name),
+        precision=str(files.precision),
+        threads=int(engine.model.threads),
+        context_limit=int(engine.context_limit),
+        max_context=int(files.max_context),
+        load_seconds=float(engine.load_seconds),
+        warmup_seconds=float(engine.warmup_seconds),
+    )
+
+
+class EngineWorker(QObject):
+    """Runs engine jobs on its own thread; every result comes back as a signal.
+
+    Signals:
+        loading(str): what the model load is doing ("Loading model…", "Warming up…").
+        loaded(ModelInfo): the model is loaded and warmed up.
+        load_failed(str): the model folder is missing or unusable; one line for the user.
+        started(int): an answer job began (job id).
+        first_token(int, float): the first piece of an answer arrived (job id, seconds since the job began).
+        piece(int, str, int): new text of an answer (job id, text, tokens written so far); pieces are
+            batched to at most about 60 signals a second.
+        finished(AnswerResult): an answer ended (done, length, cancelled, or error with partial text).
+        reconfigured(ModelInfo): a thread or context change was applied; the session was rebuilt.
+        sweep_progress(int, int): thread counts measured so far, and how many in all.
+        sweep_done(dict): decode tokens/s per thread count.
+        import_progress(str, int, int): model import stage, done, total.
+        imported(object): an ``InstalledModel`` was added to the models folder.
+        job_failed(str, str): a non-answer job failed (job kind, one-line message).
+    """
+
+    loading = Signal(str)
+    loaded = Signal(object)
+    load_failed = Signal(str)
+    started = Signal(int)
+    first_token = Signal(int, float)
+    piece = Signal(int, str, int)
+    finished = Signal(object)
+    reconfigured = Signal(object)
+    sweep_progress = Signal(int, int)
+    sweep_done = Signal(object)
+    import_progress = Signal(str, int, int)
+    imported = Signal(object)
+    job_failed = Signal(str, str)
+
+    def __init__(self, store: ChatStore | None = None) -> None:
+        super().__init__()
+        self.engine: Any = None  # ChatEngine once loaded; read-only from other threads (plan, tokenizer)
+        self.store = store
+        self.cancel_event = threading.Event()
+
+    @Slot(str, int, int)
+    def load(self, folder: str, threads: int, context_limit: int) -> None:
+        """Load and warm up the model in ``folder`` (replacing any loaded one)."""
+        from qwen_desktop.engine.chat import ChatEngine
+        from qwen_desktop.models.errors import ModelError
+
+        self.engine = None
+        try:
+            engine = ChatEngine(
+                Path(folder), threads=threads, context_limit=context_limit, progress=self.loading.emit
+            )
+        except ModelError as exc:
+            self.load_failed.emit(str(exc))
+            return
+        except Exception as exc:  # ORT refuses a damaged graph with its own exception types
+            self.load_failed.emit(f"{Path(folder).name}: cannot load the model ({type(exc).__name__}: {exc})")
+            return
+        self.engine = engine
+        self.loaded.emit(model_info(engine))
+
+    @Slot(object)
+    def answer(self, job: AnswerJob) -> None:
+        """Write an answer to ``job.messages``, emitting pieces, then ``finished``."""
+        self.started.emit(job.job_id)
+        if self.engine is None:
+            self._finish(AnswerResult(job.job_id, "error", "", error="No model is loaded."), job)
+            return
+        began = time.perf_counter()
+        text: list[str] = []
+        pending: list[str] = []
+        last_emit = 0.0
+        last_save = time.monotonic()
+        result: AnswerResult | None = None
+        tokens = 0
+        try:
+            for event in self.engine.chat(job.messages, job.params, self.cancel_event):
+                if isinstance(event, Finished):
+                    result = AnswerResult(job.job_id, event.reason, "", event.stats, event.error)
+                    break
+                if not isinstance(event, TextPiece):
+                    continue
+                tokens += 1
+                if not event.text:
+                    continue
+                if not text:
+                    self.first_token.emit(job.job_id, time.perf_counter() - began)
+                text.append(event.text)
+                pending.append(event.text)
+                now = time.perf_counter()
+                if now - last_emit >= PIECE_INTERVAL:
+                    self.piece.emit(job.job_id, "".join(pending), tokens)
+                    pending.clear()
+                    last_emit = now
+                if self.store is not None and job.message_id is not None:
+                    mono = time.monotonic()
+                    if mono - last_save >= SAVE_INTERVAL:
+                        self._save(job.message_id, "".join(text), "streaming")
+                        last_save = mono
+        except Exception as exc:  # a failure outside the engine's own guard: keep the partial text
+            result = AnswerResult(job.job_id, "error", "", error=f"{type(exc).__name__}: {exc}")
+        if pending:
+            self.piece.emit(job.job_id, "".join(pending), tokens)
+        if result is None:
+            result = AnswerResult(job.job_id, "error", "", error="The answer ended without a reason.")
+        result.text = "".join(text)
+        self._finish(result, job)
+
+    def _save(self, message_id: int, text: str, status: str, stats: dict[str, Any] | None = None) -> None:
+        from qwen_desktop.storage.errors import StorageError
+
+        assert self.store is not None
+        try:
+            self.store.update_message(message_id, content=text, status=status, stats=stats)  # type: ignore[arg-type]
+        except StorageError as exc:  # a full disk must not kill the answer; the window shows the error
+            self.job_failed.emit("save", str(exc))
+
+    def _finish(self, result: AnswerResult, job: AnswerJob) -> None:
+        if self.store is not None and job.message_id is not None:
+            status = {"stop": "complete", "length": "complete", "cancelled": "cancelled"}.get(
+                result.reason, "failed"
+            )
+            stats = result.stats_dict()
+            if result.error:
+                stats["error"] = result.error
+            self._save(job.message_id, result.text, status, stats)
+        self.cancel_event.clear()
+        self.finished.emit(result)
+
+    @Slot(int, int)
+    def reconfigure(self, threads: int, context_limit: int) -> None:
+        """Apply a thread count (0 = all cores) and context limit by rebuilding the session."""
+        if self.engine is None:
+            return
+        try:
+            self.engine.reconfigure(threads=threads or (os.cpu_count() or 1), context_limit=context_limit)
+        except Exception as exc:
+            self.job_failed.emit("reconfigure", f"{type(exc).__name__}: {exc}")
+            return
+        self.reconfigured.emit(model_info(self.engine))
+
+    @Slot(str, object)
+    def sweep(self, folder: str, counts: list[int]) -> None:
+        """Measure decode speed for each thread count in ``counts`` (for "Auto" threads)."""
+        from qwen_desktop.engine.bench import sweep_threads
+
+        try:
+            result = sweep_threads(
+                Path(folder), counts, progress=self.sweep_progress.emit, cancel=self.cancel_event
+            )
+        except Exception as exc:
+            self.job_failed.emit("sweep", f"{type(exc).__name__}: {exc}")
+            return
+        finally:
+            self.cancel_event.clear()
+        self.sweep_done.emit(result)
+
+    @Slot(str, str)
+    def import_model(self, source: str, models_dir: str) -> None:
+        """Build or copy a GGUF file / Hugging Face folder into ``models_dir`` through the registry."""
+        from qwen_desktop.models.errors import ModelError
+        from qwen_desktop.models.registry import Registry
+
+        try:
+            model = Registry(Path(models_dir)).import_model(
+                Path(source), on_build=self.import_progress.emit, cancel=self.cancel_event
+            )
+        except ModelError as exc:
+            self.job_failed.emit("import", str(exc))
+            return
+        except Exception as exc:
+            self.job_failed.emit("import", f"{type(exc).__name__}: {exc}")
+            return
+        finally:
+            self.cancel_event.clear()
+        self.imported.emit(model)
+
+
+class EngineBridge(QObject):
+    """The window's handle on the worker thread: queue jobs, cancel, shut down.
+
+    Jobs are queued signals to the worker's slots, so they run in order on the worker thread; ``cancel``
+    sets the worker's event directly, so it acts within one decode step even while the worker is busy.
+
+    Signals:
+        request_load(str, int, int): queued to ``EngineWorker.load``.
+        request_answer(AnswerJob): queued to ``EngineWorker.answer``.
+        request_reconfigure(int, int): queued to ``EngineWorker.reconfigure``.
+        request_sweep(str, object): queued to ``EngineWorker.sweep``.
+        request_import(str, str): queued to ``EngineWorker.import_model``.
+    """
+
+    request_load = Signal(str, int, int)
+    request_answer = Signal(object)
+    request_reconfigure = Signal(int, int)
+    request_sweep = Signal(str, object)
+    request_import = Signal(str, str)
+
+    def __init__(self, store: ChatStore | None = None, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.thread = QThread()
+        self.thread.setObjectName("engine")
+        self.worker = EngineWorker(store)
+        self.worker.moveToThread(self.thread)
+        self.request_load.connect(self.worker.load)
+        self.request_answer.connect(self.worker.answer)
+        self.request_reconfigure.connect(self.worker.reconfigure)
+        self.request_sweep.connect(self.worker.sweep)
+        self.request_import.connect(self.worker.import_model)
+        self.thread.finished.connect(self.worker.deleteLater)
+        self._next_job = 0
+        self.busy = False  # an answer is queued or running
+        self.worker.finished.connect(self._on_finished)
+        self.thread.start()
+
+    @property
+    def engine(self) -> Any:
+        """The loaded ``ChatEngine`` or None; use it only for read-only work such as ``plan``."""
+        return self.worker.engine
+
+    def load(self, folder: Path | str, threads: int, context_limit: int) -> None:
+        """Queue loading ``folder``."""
+        self.request_load.emit(str(folder), threads, context_limit)
+
+    def answer(self, messages: list[dict[str, str]], params: SamplingParams, message_id: int | None) -> int:
+        """Queue an answer; returns its job id."""
+        self._next_job += 1
+        self.busy = True
+        self.worker.cancel_event.clear()
+        self.request_answer.emit(AnswerJob(self._next_job, messages, params, message_id))
+        return self._next_job
+
+    def reconfigure(self, threads: int, context_limit: int) -> None:
+        """Queue a session rebuild with new settings."""
+        self.request_reconfigure.emit(threads, context_limit)
+
+    def sweep(self, folder: Path | str, counts: list[int]) -> None:
+        """Queue a thread-count benchmark."""
+        self.request_sweep.emit(str(folder), list(counts))
+
+    def import_model(self, source: Path | str, models_dir: Path | str) -> None:
+        """Queue a model import."""
+        self.request_import.emit(str(source), str(models_dir))
+
+    def cancel(self) -> None:
+        """Stop the running answer, sweep or import at its next step."""
+        self.worker.cancel_event.set()
+
+    def _on_finished(self, _result: AnswerResult) -> None:
+        self.busy = False
+
+    def shutdown(self, timeout_ms: int = 30000) -> bool:
+        """Cancel what runs, stop the thread and wait for it. Returns False if it did not stop in time."""
+        if not self.thread.isRunning():
+            return True
+        self.cancel()
+        self.thread.quit()
+        done = self.thread.wait(timeout_ms)
+        return bool(done)

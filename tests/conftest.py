@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+# Nothing a test does lands in the real user folders (the engine's ORT cache, settings, chats).
+os.environ.setdefault("QWEN_DESKTOP_HOME", tempfile.mkdtemp(prefix="qwen-desktop-tests-"))
 
 REAL_MODEL_ENV = "QWEN_REAL_MODEL"
 REAL_MODEL_DEFAULT = Path.home() / ".cache" / "qwen-real-model" / "qwen2.5-coder-0.5b-instruct.gguf"

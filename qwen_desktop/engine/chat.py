@@ -30,6 +30,8 @@ class ChatEngine:
         threads: ONNX Runtime threads, 0 for all cores.
         context_limit: tokens of prompt + reply; capped at the model's maximum.
         progress: told what is happening while loading ("Loading model…", "Warming up…").
+        cache_root: where ONNX Runtime's optimized, pre-packed copy of the graph is kept (default: the
+            user cache folder); it makes every load after the first about twice as fast.
     """
 
     def __init__(
@@ -39,6 +41,7 @@ class ChatEngine:
         context_limit: int = DEFAULT_CONTEXT,
         progress: LoadProgress | None = None,
         warm_up: bool = True,
+        cache_root: Path | None = None,
     ) -> None:
         say = progress or (lambda _msg: None)
         say("Reading model folder…")
@@ -46,8 +49,13 @@ class ChatEngine:
         self.tokenizer = ChatTokenizer(self.files.tokenizer)
         self.context = ContextBuilder(self.tokenizer, self.files.chat_template)
         self.context_limit = min(context_limit, self.files.max_context)
+        if cache_root is None:
+            from qwen_desktop.storage.paths import cache_dir
+
+            cache_root = cache_dir() / "ort"
+        self.cache_root = cache_root
         say("Loading model…")
-        self.model = OnnxModel(self.files, threads=threads, max_len=self.context_limit)
+        self.model = OnnxModel(self.files, threads=threads, max_len=self.context_limit, cache_root=cache_root)
         self.load_seconds = self.model.load_seconds
         self.warmup_seconds = 0.0
         if warm_up:
@@ -83,7 +91,7 @@ class ChatEngine:
         if new_threads == self.model.threads and new_limit == self.context_limit:
             return
         self.context_limit = new_limit
-        self.model = OnnxModel(self.files, threads=new_threads, max_len=new_limit)
+        self.model = OnnxModel(self.files, threads=new_threads, max_len=new_limit, cache_root=self.cache_root)
         self.load_seconds = self.model.load_seconds
         self.warmup_seconds = self.warm_up()
 

@@ -7,9 +7,13 @@ only prefills what differs.
 
 from __future__ import annotations
 
+import hashlib
 import os
+import platform
+import shutil
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -23,8 +27,42 @@ def default_threads() -> int:
     return max(1, os.cpu_count() or 1)
 
 
+def _cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith(("model name", "flags")):
+                return line
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def optimized_cache_path(graph: Path, cache_root: Path) -> Path:
+    """Where the optimized, pre-packed copy of ``graph`` lives. The key covers the graph file, the ONNX
+    Runtime version and the CPU, because pre-packed weights are specific to both."""
+    import onnxruntime as ort
+
+    st = graph.stat()
+    key = f"{graph.resolve()}|{st.st_size}|{st.st_mtime_ns}|{ort.__version__}|{_cpu_name()}"
+    return cache_root / hashlib.sha256(key.encode()).hexdigest()[:20] / "model.opt.onnx"
+
+
 class ContextFullError(ModelError):
     """More tokens than the KV cache was sized for."""
+
+
+def session_options(ort: Any, threads: int, spinning: bool, optimize: bool = True) -> Any:
+    """ONNX Runtime options for one generation session (``optimize=False`` for an already optimized graph)."""
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = threads
+    opts.inter_op_num_threads = 1
+    opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    opts.graph_optimization_level = (
+        ort.GraphOptimizationLevel.ORT_ENABLE_ALL if optimize else ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    )
+    opts.add_session_config_entry("session.intra_op.allow_spinning", "1" if spinning else "0")
+    opts.log_severity_level = 3
+    return opts
 
 
 class OnnxModel:
@@ -35,31 +73,27 @@ class OnnxModel:
         threads: ONNX Runtime intra-op threads (0 = all cores).
         max_len: KV cache capacity in tokens (prompt + reply).
         spinning: let idle ORT threads spin between ops (lower latency, more CPU).
+        cache_root: keep an optimized, pre-packed copy of the graph here (see ``_open``); None to skip.
     """
 
     def __init__(
-        self, files: ModelFiles, threads: int = 0, max_len: int = 4096, spinning: bool = True
+        self,
+        files: ModelFiles,
+        threads: int = 0,
+        max_len: int = 4096,
+        spinning: bool = True,
+        cache_root: Path | None = None,
     ) -> None:
         import onnxruntime as ort
 
         self.files = files
         self.threads = threads or default_threads()
         self.max_len = min(max_len, files.max_context)
-        opts = ort.SessionOptions()
-        opts.intra_op_num_threads = self.threads
-        opts.inter_op_num_threads = 1
-        opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        opts.add_session_config_entry("session.intra_op.allow_spinning", "1" if spinning else "0")
-        opts.log_severity_level = 3
-        started = time.perf_counter()
-        try:
-            self.session = ort.InferenceSession(str(files.graph), opts, providers=["CPUExecutionProvider"])
-        except Exception as exc:  # ORT raises its own Fail/InvalidGraph/NoSuchFile types
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise ModelError(f"{files.folder.name}: the model cannot be loaded ({first[:300]})") from None
-        self.load_seconds = time.perf_counter() - started
+        self.spinning = spinning
         self._ort = ort
+        started = time.perf_counter()
+        self.session = self._open(cache_root)
+        self.load_seconds = time.perf_counter() - started
         inputs = {i.name: i for i in self.session.get_inputs()}
         self._input_names = set(inputs)
         self.kv_dtype = np.float16 if "float16" in inputs["past_key_values.0.key"].type else np.float32
@@ -68,6 +102,53 @@ class OnnxModel:
             self._init_fast()
         else:
             self._init_plain()
+
+    def _open(self, cache_root: Path | None) -> Any:
+        """Open the session. With ``cache_root``, the graph is optimized and its weights pre-packed once and
+        saved there; later loads read that copy and skip both steps (about 2 s -> 0.8 s for 0.5B int4)."""
+        ort, graph = self._ort, self.files.graph
+        if cache_root is None:
+            return self._create(graph, session_options(ort, self.threads, self.spinning))
+        try:
+            cached = optimized_cache_path(graph, cache_root)
+            if cached.is_file():
+                try:
+                    opts = session_options(ort, self.threads, self.spinning, optimize=False)
+                    return ort.InferenceSession(str(cached), opts, providers=["CPUExecutionProvider"])
+                except Exception:  # a damaged or foreign cache: drop it and rebuild it from the original
+                    shutil.rmtree(cached.parent, ignore_errors=True)
+            tmp = cached.parent.with_name(cached.parent.name + ".partial")
+            shutil.rmtree(tmp, ignore_errors=True)
+            tmp.mkdir(parents=True)
+        except OSError:
+            return self._create(graph, session_options(ort, self.threads, self.spinning))
+        opts = session_options(ort, self.threads, self.spinning)
+        opts.optimized_model_filepath = str(tmp / cached.name)
+        opts.add_session_config_entry(
+            "session.optimized_model_external_initializers_file_name", cached.name + ".data"
+        )
+        opts.add_session_config_entry(
+            "session.optimized_model_external_initializers_min_size_in_bytes", "1024"
+        )
+        opts.add_session_config_entry("session.save_external_prepacked_constant_initializers", "1")
+        try:
+            session = self._create(graph, opts)
+            tmp.rename(cached.parent)
+            return session
+        except (OSError, ModelError):
+            # Writing the cache failed (a full disk, say) or the graph itself is bad: try once without the
+            # cache, which raises the clear ModelError if the graph is the problem.
+            shutil.rmtree(tmp, ignore_errors=True)
+            return self._create(graph, session_options(ort, self.threads, self.spinning))
+
+    def _create(self, graph: Path, opts: Any) -> Any:
+        try:
+            return self._ort.InferenceSession(str(graph), opts, providers=["CPUExecutionProvider"])
+        except Exception as exc:  # ORT raises its own Fail/InvalidGraph/NoSuchFile types
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise ModelError(
+                f"{self.files.folder.name}: the model cannot be loaded ({first[:300]})"
+            ) from None
 
     # -- cache ------------------------------------------------------------------------------------------------
     @property

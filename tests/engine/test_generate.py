@@ -222,3 +222,22 @@ def test_text_pieces_concatenate_to_the_decoded_answer(fp32_engine):
     assert text == fp32_engine.tokenizer.decode(tokens)
     assert all(isinstance(t, int) for t in tokens)
     assert TextPiece("a", 1).text == "a"
+
+
+def test_optimized_graph_cache_is_made_once_reused_and_rebuilt_when_damaged(
+    tmp_path, tiny_model_dir, reference
+):
+    from qwen_desktop.engine.session import optimized_cache_path
+
+    cache = tmp_path / "ort"
+    params = SamplingParams(temperature=0.0, repetition_penalty=1.0, max_tokens=12)
+    first = ChatEngine(tiny_model_dir, threads=1, cache_root=cache, warm_up=False)
+    cached = optimized_cache_path(first.files.graph, cache)
+    assert cached.is_file() and (cached.parent / "model.opt.onnx.data").is_file()
+    want, _, _ = run(first, PROMPT, params)
+    second = ChatEngine(tiny_model_dir, threads=1, cache_root=cache, warm_up=False)
+    assert run(second, PROMPT, params)[0] == want
+    cached.write_bytes(b"garbage")  # a damaged cache is replaced, not fatal
+    third = ChatEngine(tiny_model_dir, threads=1, cache_root=cache, warm_up=False)
+    assert run(third, PROMPT, params)[0] == want
+    assert cached.stat().st_size > 100

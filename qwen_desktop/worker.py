@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QObject, QThread, Signal, Slot
+from PySide6.QtCore import QObject, Qt, QThread, Signal, Slot
 
 from qwen_desktop.engine.generate import Finished, GenerationStats, SamplingParams, TextPiece
 from qwen_desktop.storage.chats import ChatStore
@@ -281,19 +281,56 @@ class EngineWorker(QObject):
         self.imported.emit(model)
 
 
+FORWARDED = (
+    "loading",
+    "loaded",
+    "load_failed",
+    "started",
+    "first_token",
+    "piece",
+    "finished",
+    "reconfigured",
+    "sweep_progress",
+    "sweep_done",
+    "import_progress",
+    "imported",
+    "job_failed",
+)
+
+
 class EngineBridge(QObject):
     """The window's handle on the worker thread: queue jobs, cancel, shut down.
 
     Jobs are queued signals to the worker's slots, so they run in order on the worker thread; ``cancel``
     sets the worker's event directly, so it acts within one decode step even while the worker is busy.
 
+    Every ``EngineWorker`` signal is repeated by a bridge signal of the same name and arguments, emitted on
+    the GUI thread (a queued connection): the window connects to those, so its slots always run on the GUI
+    thread.
+
     Signals:
+        loading, loaded, load_failed, started, first_token, piece, finished, reconfigured, sweep_progress,
+            sweep_done, import_progress, imported, job_failed: as ``EngineWorker``'s, on the GUI thread.
         request_load(str, int, int): queued to ``EngineWorker.load``.
         request_answer(AnswerJob): queued to ``EngineWorker.answer``.
         request_reconfigure(int, int): queued to ``EngineWorker.reconfigure``.
         request_sweep(str, object): queued to ``EngineWorker.sweep``.
         request_import(str, str): queued to ``EngineWorker.import_model``.
     """
+
+    loading = Signal(str)
+    loaded = Signal(object)
+    load_failed = Signal(str)
+    started = Signal(int)
+    first_token = Signal(int, float)
+    piece = Signal(int, str, int)
+    finished = Signal(object)
+    reconfigured = Signal(object)
+    sweep_progress = Signal(int, int)
+    sweep_done = Signal(object)
+    import_progress = Signal(str, int, int)
+    imported = Signal(object)
+    job_failed = Signal(str, str)
 
     request_load = Signal(str, int, int)
     request_answer = Signal(object)
@@ -315,7 +352,9 @@ class EngineBridge(QObject):
         self.thread.finished.connect(self.worker.deleteLater)
         self._next_job = 0
         self.busy = False  # an answer is queued or running
-        self.worker.finished.connect(self._on_finished)
+        self.finished.connect(self._on_finished)
+        for name in FORWARDED:
+            getattr(self.worker, name).connect(getattr(self, name), Qt.ConnectionType.QueuedConnection)
         self.thread.start()
 
     @property

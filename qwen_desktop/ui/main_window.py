@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
     QPlainTextEdit,
     QProgressBar,
     QPushButton,
+    QSizePolicy,
     QSplitter,
     QStackedWidget,
     QVBoxLayout,
@@ -105,6 +106,9 @@ class MainWindow(QMainWindow):
 
         self.setWindowTitle(self.tr("Qwen Desktop"))
         self.resize(1100, 720)
+        # An explicit minimum keeps the window's size constraints fixed while labels change their text
+        # (the layout would otherwise recompute them, which some platforms cannot pass on).
+        self.setMinimumSize(760, 520)
         self._build_ui()
         self._build_actions()
         self._connect_worker()
@@ -120,7 +124,10 @@ class MainWindow(QMainWindow):
         self.composer.textChanged.connect(self._meter_throttle)
         self._update_controls()
         if load_model:
-            QTimer.singleShot(0, self.load_configured_model)
+            if self.configured_model() is None:
+                self.load_configured_model()  # the welcome page, at once
+            else:
+                QTimer.singleShot(0, self.load_configured_model)  # after the window is up
 
     # ----------------------------------------------------------------- building
 
@@ -224,6 +231,8 @@ class MainWindow(QMainWindow):
         bar = self.statusBar()
         self.status_label = QLabel(self.tr("Starting…"))
         self.status_label.setAccessibleName(self.tr("Status"))
+        self.status_label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.status_label.setMinimumWidth(120)
         bar.addWidget(self.status_label, 1)
         self.speed_label = QLabel()
         self.speed_label.setAccessibleName(self.tr("Answer speed"))
@@ -284,7 +293,7 @@ class MainWindow(QMainWindow):
         self.copy_action = action(self.tr("Copy the last answer"), "Ctrl+Shift+C", self.copy_last_answer)
 
     def _connect_worker(self) -> None:
-        worker = self.bridge.worker
+        worker = self.bridge
         worker.loading.connect(self._on_loading)
         worker.loaded.connect(self._on_loaded)
         worker.load_failed.connect(self._on_load_failed)
@@ -337,6 +346,8 @@ class MainWindow(QMainWindow):
         self.bridge.load(folder, self.effective_threads(), self.settings.context_limit)
 
     def _on_loading(self, what: str) -> None:
+        if self._closing:
+            return
         texts = {
             "Reading model folder…": self.tr("Reading model folder…"),
             "Loading model…": self.tr("Loading model…"),
@@ -345,6 +356,8 @@ class MainWindow(QMainWindow):
         self.status_label.setText(texts.get(what, what))
 
     def _on_loaded(self, info: ModelInfo) -> None:
+        if self._closing:
+            return
         self.model_info = info
         self.status_label.setText(
             self.tr("Ready — %1, %2 threads — warm-up %3 s")
@@ -359,6 +372,8 @@ class MainWindow(QMainWindow):
         self.model_ready.emit(info)
 
     def _on_load_failed(self, message: str) -> None:
+        if self._closing:
+            return
         self.model_info = None
         self.load_error = message
         self.show_banner(self.tr("The model could not be loaded: %1").replace("%1", message), model=True)
@@ -385,6 +400,8 @@ class MainWindow(QMainWindow):
         )
 
     def _on_sweep_done(self, result: dict[int, float]) -> None:
+        if self._closing:
+            return
         from qwen_desktop.engine.bench import fastest
 
         self._sweeping = False
@@ -398,6 +415,8 @@ class MainWindow(QMainWindow):
         self.bridge.reconfigure(best, self.settings.context_limit)
 
     def _on_job_failed(self, kind: str, message: str) -> None:
+        if self._closing:
+            return
         if kind == "sweep":
             self._sweeping = False
         if kind != "import":
@@ -601,6 +620,8 @@ class MainWindow(QMainWindow):
             self.speed_label.setText(self.tr("first token %1 s").replace("%1", f"{seconds:.2f}"))
 
     def _on_piece(self, job_id: int, text: str, tokens: int) -> None:
+        if self._closing:
+            return
         if job_id != self.job_id or self.streaming_id is None:
             return
         view = self.chat_view.view_of(self.streaming_id)
@@ -668,6 +689,8 @@ class MainWindow(QMainWindow):
 
     def update_meter(self) -> None:
         """Count the conversation plus the draft with the model's tokenizer; warn if turns would drop."""
+        if self._closing:
+            return
         engine = self.bridge.engine
         if engine is None or self.model_info is None:
             self.meter.setRange(0, 1)
@@ -789,6 +812,7 @@ class MainWindow(QMainWindow):
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt's name
         """Stop a running answer, join the worker thread, keep the partial answer, close the database."""
         self._closing = True
+        self._meter_throttle.cancel()
         self.bridge.shutdown()
         if self.streaming_id is not None:
             # The worker saved the text as "cancelled"; make sure nothing is left "streaming".

@@ -241,7 +241,7 @@ class SettingsDialog(QDialog):
         self._progress.setWindowModality(Qt.WindowModality.WindowModal)
         self._progress.setMinimumDuration(0)
         self._progress.canceled.connect(self.bridge.cancel)
-        worker = self.bridge.worker
+        worker = self.bridge
         worker.import_progress.connect(self._on_progress)
         worker.imported.connect(self._on_imported)
         worker.job_failed.connect(self._on_failed)
@@ -249,7 +249,7 @@ class SettingsDialog(QDialog):
         self.bridge.import_model(source, self.models_dir)
 
     def _disconnect(self) -> None:
-        worker = self.bridge.worker if self.bridge else None
+        worker = self.bridge
         if worker is not None:
             worker.import_progress.disconnect(self._on_progress)
             worker.imported.disconnect(self._on_imported)

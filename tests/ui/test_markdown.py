@@ -1,0 +1,82 @@
+"""Untrusted model output renders as inert text; Markdown, code and tables render as such."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QUrl
+from PySide6.QtGui import QGuiApplication, QTextImageFormat
+
+from qwen_desktop.storage.chats import ChatStore
+from qwen_desktop.ui.markdown_render import render_markdown
+
+MALICIOUS = """Look here <script>alert('x')</script> and <b onclick="steal()">bold</b>.
+
+<img src="http://tracker.example/pixel.png">
+
+![chart](https://tracker.example/chart.png)
+
+[click me](javascript:alert(1)) and [a file](file:///etc/passwd) and [docs](https://qwen.ai/docs)
+
+<iframe src="http://evil.example"></iframe>
+"""
+
+
+def test_render_keeps_html_as_text_and_drops_unsafe_links():
+    html = render_markdown(MALICIOUS).html
+    assert "<script" not in html and "&lt;script&gt;" in html
+    assert "<img" not in html and "<iframe" not in html
+    assert "javascript:" not in html.split("&lt;")[0] or 'href="javascript' not in html
+    assert 'href="javascript' not in html and 'href="file' not in html
+    assert 'href="https://qwen.ai/docs"' in html
+    assert "[image: chart]" in html
+
+
+def test_code_blocks_are_highlighted_with_inline_styles_and_copyable():
+    text = "Here:\n\n```python\ndef f(x):\n    return x < 2\n```\n\n| a | b |\n|---|---|\n| 1 | 2 |\n"
+    rendered = render_markdown(text)
+    assert rendered.code_blocks == ["def f(x):\n    return x < 2\n"]
+    assert 'href="copy:0"' in rendered.html
+    assert "style=" in rendered.html and "class=" not in rendered.html
+    assert '<table border="1"' in rendered.html
+
+
+def test_an_unfinished_fence_shows_as_code_while_streaming():
+    rendered = render_markdown("Start:\n```js\nlet a = 1", streaming=True)
+    assert rendered.code_blocks == ["let a = 1\n"]
+
+
+def test_malicious_answer_in_the_window_is_inert(make_window, home, qtbot, monkeypatch):
+    with ChatStore(home / "chats.sqlite3") as store:
+        conv = store.create_conversation("Suspicious")
+        store.add_message(conv.id, "user", "Show me something")
+        store.add_message(conv.id, "assistant", MALICIOUS + "\n```sh\nrm -rf /tmp/x\n```\n")
+    window = make_window(wait_ready=False)
+    view = window.chat_view.last_answer()
+    body = view.body
+    shown = body.toPlainText()
+    assert "<script>alert('x')</script>" in shown
+    assert '<img src="http://tracker.example/pixel.png">' in shown
+    doc_html = body.document().toHtml()
+    assert "javascript" not in doc_html.replace("javascript:alert(1)", "")  # never a link target
+    assert 'href="javascript' not in doc_html and "<img" not in doc_html
+    images = []
+    block = body.document().begin()
+    while block.isValid():
+        it = block.begin()
+        while not it.atEnd():
+            if it.fragment().charFormat().isImageFormat():
+                images.append(QTextImageFormat(it.fragment().charFormat()).name())
+            it += 1
+        block = block.next()
+    assert images == []
+    assert body.resource_requests == []
+    # Even when asked directly, the view fetches nothing.
+    assert body.loadResource(2, QUrl("http://tracker.example/pixel.png")) is None
+    opened = []
+    monkeypatch.setattr("qwen_desktop.ui.chat_view.QDesktopServices.openUrl", lambda url: opened.append(url))
+    body.anchorClicked.emit(QUrl("javascript:alert(1)"))
+    body.anchorClicked.emit(QUrl("file:///etc/passwd"))
+    assert opened == []
+    body.anchorClicked.emit(QUrl("https://qwen.ai/docs"))
+    assert [u.toString() for u in opened] == ["https://qwen.ai/docs"]
+    body.anchorClicked.emit(QUrl("copy:0"))
+    assert QGuiApplication.clipboard().text() == "rm -rf /tmp/x\n"

@@ -1,0 +1,120 @@
+"""The worker thread bridge on its own: real engine, real tiny model, real QThread."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from PySide6.QtCore import Qt
+
+from qwen_desktop.engine.generate import SamplingParams
+from qwen_desktop.worker import EngineBridge
+
+GREEDY_LONG = SamplingParams(temperature=0.0, max_tokens=400)
+
+
+@pytest.fixture
+def bridge(qtbot, home, tiny_model_dir):
+    b = EngineBridge()
+    with qtbot.waitSignal(b.loaded, timeout=60000):
+        b.load(tiny_model_dir, 1, 1024)
+    yield b
+    assert b.shutdown()
+
+
+def test_answer_streams_in_order(qtbot, bridge):
+    pieces = []
+    results = []
+    bridge.piece.connect(lambda _job, text, _n: pieces.append(text))
+    bridge.finished.connect(results.append)
+    b = bridge
+    with qtbot.waitSignals([b.started, b.first_token, b.piece], order="strict", timeout=30000):
+        bridge.answer([{"role": "user", "content": "Hello"}], GREEDY_LONG, None)
+    qtbot.waitUntil(lambda: bool(results), timeout=30000)
+    assert len(pieces) > 1, "the answer should arrive in several pieces"
+    assert "".join(pieces) == results[0].text
+    assert not bridge.busy
+
+
+def test_finished_carries_the_whole_text_and_stats(qtbot, bridge):
+    pieces = []
+    bridge.piece.connect(lambda _job, text, _n: pieces.append(text))
+    with qtbot.waitSignal(bridge.finished, timeout=30000) as blocker:
+        job = bridge.answer([{"role": "user", "content": "Tell me"}], SamplingParams(temperature=0.0, max_tokens=40), None)
+    result = blocker.args[0]
+    assert result.job_id == job
+    assert result.reason == "length"
+    assert result.stats.generated_tokens == 40
+    assert "".join(pieces) == result.text and result.text
+
+
+def test_cancel_ends_the_answer_within_one_decode_step(qtbot, bridge):
+    seen = {}
+
+    def on_piece(_job, _text, tokens):  # runs on the worker thread (direct connection)
+        if tokens >= 5 and "at" not in seen:
+            seen["at"] = tokens
+            bridge.cancel()
+
+    bridge.worker.piece.connect(on_piece, Qt.ConnectionType.DirectConnection)
+    with qtbot.waitSignal(bridge.finished, timeout=30000) as blocker:
+        bridge.answer([{"role": "user", "content": "Go on"}], GREEDY_LONG, None)
+    result = blocker.args[0]
+    assert result.reason == "cancelled"
+    assert result.stats.generated_tokens - seen["at"] <= 1
+    assert not bridge.worker.cancel_event.is_set(), "the next answer must not start cancelled"
+
+
+def test_thread_change_rebuilds_the_onnx_session(qtbot, bridge):
+    engine = bridge.engine
+    old_session = engine.model.session
+    assert engine.model.threads == 1
+    with qtbot.waitSignal(bridge.reconfigured, timeout=60000) as blocker:
+        bridge.reconfigure(2, 1024)
+    assert blocker.args[0].threads == 2
+    assert engine.model.threads == 2
+    assert engine.model.session is not old_session
+    assert engine.model.session.get_session_options().intra_op_num_threads == 2
+
+
+def test_thread_sweep_measures_each_count(qtbot, bridge, tiny_model_dir):
+    with qtbot.waitSignal(bridge.sweep_done, timeout=120000) as blocker:
+        bridge.sweep(tiny_model_dir, [1, 2])
+    speeds = blocker.args[0]
+    assert sorted(speeds) == [1, 2]
+    assert all(v > 0 for v in speeds.values())
+
+
+def test_missing_model_folder_reports_one_line(qtbot, home, tmp_path):
+    b = EngineBridge()
+    try:
+        with qtbot.waitSignal(b.load_failed, timeout=30000) as blocker:
+            b.load(tmp_path / "gone", 1, 1024)
+        assert "gone" in blocker.args[0] and "\n" not in blocker.args[0]
+        assert b.engine is None
+    finally:
+        assert b.shutdown()
+
+
+def test_import_builds_a_gguf_into_the_models_folder(qtbot, home, tiny_gguf):
+    b = EngineBridge()
+    stages = []
+    b.import_progress.connect(lambda stage, done, total: stages.append(stage))
+    try:
+        with qtbot.waitSignal(b.imported, timeout=120000) as blocker:
+            b.import_model(tiny_gguf, home / "models")
+        model = blocker.args[0]
+        assert (model.folder / "manifest.json").is_file()
+        assert model.folder.parent == home / "models"
+        assert stages
+    finally:
+        assert b.shutdown()
+
+
+def test_shutdown_joins_a_running_answer(qtbot, bridge):
+    started = threading.Event()
+    bridge.worker.piece.connect(lambda *_: started.set(), Qt.ConnectionType.DirectConnection)
+    bridge.answer([{"role": "user", "content": "Go"}], SamplingParams(temperature=0.0, max_tokens=5000), None)
+    assert started.wait(30)
+    assert bridge.shutdown(10000)
+    assert not bridge.thread.isRunning()

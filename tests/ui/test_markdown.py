@@ -72,7 +72,7 @@ def test_malicious_answer_in_the_window_is_inert(make_window, home, qtbot, monke
     # Even when asked directly, the view fetches nothing.
     assert body.loadResource(2, QUrl("http://tracker.example/pixel.png")) is None
     opened = []
-    monkeypatch.setattr("qwen_desktop.ui.chat_view.QDesktopServices.openUrl", lambda url: opened.append(url))
+    monkeypatch.setattr("qwen_desktop.ui.chat_view.QDesktopServices.openUrl", opened.append)
     body.anchorClicked.emit(QUrl("javascript:alert(1)"))
     body.anchorClicked.emit(QUrl("file:///etc/passwd"))
     assert opened == []

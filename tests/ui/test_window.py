@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import (
@@ -58,7 +60,7 @@ def test_answer_streams_into_the_view_in_order(qtbot, settings_for, make_window,
         pass
     result = blocker.args[0]
     assert len(snapshots) > 2
-    for before, after in zip(snapshots, snapshots[1:]):
+    for before, after in itertools.pairwise(snapshots):
         assert after.startswith(before)
     final = window.chat_view.last_answer()
     assert final.text == result.text
@@ -142,7 +144,9 @@ def test_settings_change_applies_without_restart(ready_window, qtbot, home):
     window = ready_window
     engine = window.bridge.engine
     assert engine.model.threads == 1
-    dialog = SettingsDialog(window.settings, window.installed_models(), window.bridge, window.models_dir(), window)
+    dialog = SettingsDialog(
+        window.settings, window.installed_models(), window.bridge, window.models_dir(), window
+    )
     qtbot.addWidget(dialog)
     dialog.threads.setCurrentIndex(dialog.threads.findData(2))
     dialog.context.setValue(384)  # the tiny model allows 512
@@ -174,7 +178,9 @@ def test_conversations_survive_a_new_window(settings_for, make_window, tiny_mode
     assert texts == ["Remember me", first.text]
 
 
-def test_closing_during_an_answer_saves_the_partial_answer(settings_for, make_window, tiny_model_dir, qtbot, home):
+def test_closing_during_an_answer_saves_the_partial_answer(
+    settings_for, make_window, tiny_model_dir, qtbot, home
+):
     settings_for(model_path=str(tiny_model_dir), temperature=0.0, max_tokens=5000, context_limit=16384)
     window = make_window()
     window.composer.setPlainText("Keep going")
@@ -220,7 +226,9 @@ def test_shortcuts(ready_window, qtbot):
     result = send(qtbot, window, "Copy this")
     window.activateWindow()
     QGuiApplication.clipboard().clear()
-    qtbot.keyClick(window, Qt.Key.Key_C, Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier)
+    qtbot.keyClick(
+        window, Qt.Key.Key_C, Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier
+    )
     assert QGuiApplication.clipboard().text() == result.text
     qtbot.keyClick(window, Qt.Key.Key_N, Qt.KeyboardModifier.ControlModifier)
     assert window.conversation_list.count() == 2
@@ -264,11 +272,14 @@ def test_missing_model_shows_a_banner_and_chats_stay_readable(settings_for, make
         store.add_message(conv.id, "assistant", "An **old** answer")
     settings_for(model_path=str(home / "models" / "deleted-model"))
     window = make_window(wait_ready=False)
-    qtbot.waitUntil(lambda: window.banner.isVisible(), timeout=30000)
+    qtbot.waitUntil(window.banner.isVisible, timeout=30000)
     assert "deleted-model" in window.banner_label.text()
     assert window.banner_settings.isVisible()
     assert window.pages.currentWidget() is window.chat_view
-    assert [v.body.toPlainText().strip() for v in window.chat_view.views] == ["An old question", "An old answer"]
+    assert [v.body.toPlainText().strip() for v in window.chat_view.views] == [
+        "An old question",
+        "An old answer",
+    ]
     assert not window.send_button.isEnabled()
     window.new_conversation()  # still usable
     assert window.conversation_list.count() == 2
@@ -295,7 +306,9 @@ def test_failed_answer_is_marked_and_can_be_retried(ready_window, qtbot):
     assert [m.status for m in window.store.siblings(path[-1].id)] == ["failed", "complete"]
 
 
-def test_context_meter_counts_and_warns_before_turns_drop(settings_for, make_window, tiny_model_dir, home, qtbot):
+def test_context_meter_counts_and_warns_before_turns_drop(
+    settings_for, make_window, tiny_model_dir, home, qtbot
+):
     with ChatStore(home / "chats.sqlite3") as store:
         conv = store.create_conversation("Long chat")
         for i in range(12):
@@ -326,7 +339,7 @@ def test_ui_stays_responsive_during_a_256_token_answer(settings_for, make_window
     with qtbot.waitSignal(window.answer_finished, timeout=60000) as blocker:
         window.send()
     timer.stop()
-    gaps = [b - a for a, b in zip(ticks, ticks[1:])]
+    gaps = [b - a for a, b in itertools.pairwise(ticks)]
     longest = max(gaps) * 1000
     result = blocker.args[0]
     print(

@@ -40,7 +40,9 @@ def test_finished_carries_the_whole_text_and_stats(qtbot, bridge):
     pieces = []
     bridge.piece.connect(lambda _job, text, _n: pieces.append(text))
     with qtbot.waitSignal(bridge.finished, timeout=30000) as blocker:
-        job = bridge.answer([{"role": "user", "content": "Tell me"}], SamplingParams(temperature=0.0, max_tokens=40), None)
+        job = bridge.answer(
+            [{"role": "user", "content": "Tell me"}], SamplingParams(temperature=0.0, max_tokens=40), None
+        )
     result = blocker.args[0]
     assert result.job_id == job
     assert result.reason == "length"

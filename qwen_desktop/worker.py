@@ -340,7 +340,7 @@ class EngineBridge(QObject):
 
     def __init__(self, store: ChatStore | None = None, parent: QObject | None = None) -> None:
         super().__init__(parent)
-        self.thread = QThread()
+        self.thread = QThread(self)
         self.thread.setObjectName("engine")
         self.worker = EngineWorker(store)
         self.worker.moveToThread(self.thread)

@@ -20,6 +20,7 @@ def bridge(qtbot, home, tiny_model_dir):
         b.load(tiny_model_dir, 1, 1024)
     yield b
     assert b.shutdown()
+    b.deleteLater()
 
 
 def test_answer_streams_in_order(qtbot, bridge):

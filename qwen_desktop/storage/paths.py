@@ -49,6 +49,10 @@ def cache_dir() -> Path:
     """Rebuildable files (ONNX Runtime's optimized graphs): ``<home>/cache`` when ``QWEN_DESKTOP_HOME`` is
     set, else the platform's user cache folder. Safe to delete at any time."""
     home = os.environ.get(HOME_ENV)
-    folder = Path(home).expanduser() / "cache" if home else Path(platformdirs.user_cache_dir(APP_NAME, appauthor=False))
+    folder = (
+        Path(home).expanduser() / "cache"
+        if home
+        else Path(platformdirs.user_cache_dir(APP_NAME, appauthor=False))
+    )
     folder.mkdir(parents=True, exist_ok=True)
     return folder

@@ -33,7 +33,8 @@ def apply_rope(x: np.ndarray, cos: np.ndarray, sin: np.ndarray) -> np.ndarray:
 
 
 def silu(x: np.ndarray) -> np.ndarray:
-    return (x / (1.0 + np.exp(-x))).astype(np.float32)
+    out: np.ndarray = (x / (1.0 + np.exp(-x))).astype(np.float32)
+    return out
 
 
 class ReferenceModel:

@@ -632,7 +632,7 @@ def write_prebuilt_manifest(
         ModelError: the export's config.json or tokenizer.json is missing or unusable.
     """
     from qwen_desktop import __version__
-    from qwen_desktop.models.builder import MANIFEST_FORMAT, MANIFEST_VERSION
+    from qwen_desktop.models.manifest import MANIFEST_FORMAT, MANIFEST_VERSION
     from qwen_desktop.models.tokenizer_files import stop_ids_from_vocab
 
     cfg = _read_json(folder / "config.json") or {}

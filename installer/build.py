@@ -140,6 +140,24 @@ def freeze() -> float:
     return time.perf_counter() - start
 
 
+def strip_debug_info(bundle: Path) -> int:
+    """Strip debug sections from the Python interpreter's own libraries in the bundle; return bytes saved.
+
+    A pyenv-built libpython carries ~20 MB of DWARF data. Only the interpreter's files are touched: wheels'
+    libraries (numpy.libs/, ...) are rewritten by auditwheel/patchelf, and strip can break those.
+    """
+    if shutil.which("strip") is None:
+        log("strip not found: keeping debug info in libpython")
+        return 0
+    internal = bundle / "_internal"
+    targets = [p for p in internal.glob("libpython3*.so*") if not p.is_symlink()]
+    targets += list(internal.glob("python3*/lib-dynload/*.so"))
+    before = sum(p.stat().st_size for p in targets)
+    for path in targets:
+        subprocess.run(["strip", "--strip-debug", str(path)], check=True)
+    return before - sum(p.stat().st_size for p in targets)
+
+
 def is_elf(path: Path) -> bool:
     try:
         with path.open("rb") as f:
@@ -248,10 +266,11 @@ def architecture() -> str:
     ).stdout.strip()
 
 
-def build_deb(bundle: Path, out_dir: Path, models: Path | None) -> Path:
+def build_deb(bundle: Path, out_dir: Path, models: Path | None, fast: bool = False) -> Path:
     """Build ``qwen-desktop_<version>_<arch>.deb`` in ``out_dir`` with dpkg-deb from a staging tree.
 
-    ``models`` is a folder of model folders to install as /opt/qwen-desktop/models (--with-model).
+    ``models`` is a folder of model folders to install as /opt/qwen-desktop/models (--with-model). ``fast``
+    compresses with gzip -1 instead of xz (tests: ~10x faster to build, ~40% larger).
     """
     arch = architecture()
     suffix = "-with-model" if models is not None else ""
@@ -277,14 +296,21 @@ def build_deb(bundle: Path, out_dir: Path, models: Path | None) -> Path:
         (debian / "control").write_text("".join(f"{k}: {v}\n" for k, v in control.items()))
         log(f"dpkg-deb --build -> {deb.name}")
         subprocess.run(
-            ["dpkg-deb", "--root-owner-group", "-Zxz", "--build", str(stage), str(deb)],
+            [
+                "dpkg-deb",
+                "--root-owner-group",
+                *(["-Zgzip", "-z1"] if fast else ["-Zxz"]),
+                "--build",
+                str(stage),
+                str(deb),
+            ],
             check=True,
             stdout=subprocess.DEVNULL,
         )
     return deb
 
 
-def build_tarball(bundle: Path, out_dir: Path, models: Path | None) -> Path:
+def build_tarball(bundle: Path, out_dir: Path, models: Path | None, fast: bool = False) -> Path:
     """A portable ``qwen-desktop-<version>-linux-<arch>.tar.gz``: unpack anywhere, run ./qwen-desktop.
 
     Next to the bundle: share/ with the icon and a desktop entry (Exec= to be set to the unpacked path if the
@@ -297,7 +323,7 @@ def build_tarball(bundle: Path, out_dir: Path, models: Path | None) -> Path:
         entry = Path(tmp) / f"{APP}.desktop"
         entry.write_text(DESKTOP_ENTRY)
         log(f"tar -> {tarball.name}")
-        with tarfile.open(tarball, "w:gz", compresslevel=6) as tar:
+        with tarfile.open(tarball, "w:gz", compresslevel=1 if fast else 6) as tar:
             tar.add(bundle, arcname=top)
             tar.add(ICON, arcname=f"{top}/share/{APP}.png")
             tar.add(entry, arcname=f"{top}/share/{APP}.desktop")
@@ -380,6 +406,7 @@ def parse_args(argv: Iterable[str] | None = None) -> argparse.Namespace:
         "--out", type=Path, default=DIST, help="where the .deb and .tar.gz go (default dist/)"
     )
     parser.add_argument("--no-tarball", action="store_true", help="build only the .deb")
+    parser.add_argument("--fast", action="store_true", help="light compression (quick test builds)")
     return parser.parse_args(None if argv is None else list(argv))
 
 
@@ -392,6 +419,7 @@ def main(argv: Iterable[str] | None = None) -> int:
     if not args.skip_freeze:
         seconds = freeze()
         figures.append(f"freeze: {seconds:.0f} s")
+        log(f"stripped {human(strip_debug_info(BUNDLE))} of debug info from the interpreter's libraries")
     exe = BUNDLE / APP
     if not exe.is_file():
         print(f"build.py: error: {exe} missing; run without --skip-freeze", file=sys.stderr)
@@ -411,10 +439,10 @@ def main(argv: Iterable[str] | None = None) -> int:
                 models = Path(tmp) / "models"
                 bundled = prepare_model(exe, args.with_model.resolve(), models)
                 figures.append(f"bundled model {bundled.name}: {human(tree_bytes(bundled))}")
-            deb = build_deb(BUNDLE, args.out, models)
+            deb = build_deb(BUNDLE, args.out, models, args.fast)
             artefacts = [deb]
             if not args.no_tarball:
-                artefacts.append(build_tarball(BUNDLE, args.out, models))
+                artefacts.append(build_tarball(BUNDLE, args.out, models, args.fast))
         if not args.skip_smoke:
             check_deb(deb, with_model=args.with_model is not None)
     except SmokeError as exc:

@@ -14,7 +14,9 @@ the end), so what the user saw survives a crash even when the window never gets 
 
 from __future__ import annotations
 
+import ctypes
 import os
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -28,6 +30,38 @@ from qwen_desktop.storage.chats import ChatStore
 
 SAVE_INTERVAL = 1.0  # seconds between saves of a streaming answer: a killed process loses at most this much
 PIECE_INTERVAL = 0.016  # seconds: pieces arriving faster than a frame are sent to the window together
+
+
+def _incref(obj: object) -> None:
+    ctypes.pythonapi.Py_IncRef(ctypes.py_object(obj))
+
+
+def _emit_drops_a_bool() -> bool:
+    """Whether this PySide6 has the ``SignalInstance.emit()`` bug: it returns ``True`` without owning a
+    reference, so every emit takes one reference from ``True`` and the interpreter aborts ("bool_dealloc")
+    once enough signals have been sent (seen in PySide6 6.12.0). Probed once, the probe's damage repaired."""
+
+    class _Probe(QObject):
+        ping = Signal()
+
+    probe = _Probe()
+    before = sys.getrefcount(True)
+    for _ in range(8):
+        probe.ping.emit()
+    lost = before - sys.getrefcount(True)
+    for _ in range(max(lost, 0)):
+        _incref(True)
+    return lost >= 8
+
+
+EMIT_DROPS_A_BOOL = _emit_drops_a_bool()
+
+
+def emit(signal: Any, *args: object) -> None:
+    """Emit a Qt signal; the app sends every signal through this to work around the PySide6 bug above."""
+    result = signal.emit(*args)
+    if EMIT_DROPS_A_BOOL and isinstance(result, bool):
+        _incref(result)
 
 
 @dataclass(frozen=True)
@@ -153,21 +187,26 @@ class EngineWorker(QObject):
         self.engine = None
         try:
             engine = ChatEngine(
-                Path(folder), threads=threads, context_limit=context_limit, progress=self.loading.emit
+                Path(folder),
+                threads=threads,
+                context_limit=context_limit,
+                progress=lambda text: emit(self.loading, text),
             )
         except ModelError as exc:
-            self.load_failed.emit(str(exc))
+            emit(self.load_failed, str(exc))
             return
         except Exception as exc:  # ORT refuses a damaged graph with its own exception types
-            self.load_failed.emit(f"{Path(folder).name}: cannot load the model ({type(exc).__name__}: {exc})")
+            emit(
+                self.load_failed, f"{Path(folder).name}: cannot load the model ({type(exc).__name__}: {exc})"
+            )
             return
         self.engine = engine
-        self.loaded.emit(model_info(engine))
+        emit(self.loaded, model_info(engine))
 
     @Slot(object)
     def answer(self, job: AnswerJob) -> None:
         """Write an answer to ``job.messages``, emitting pieces, then ``finished``."""
-        self.started.emit(job.job_id)
+        emit(self.started, job.job_id)
         if self.engine is None:
             self._finish(AnswerResult(job.job_id, "error", "", error="No model is loaded."), job)
             return
@@ -189,12 +228,12 @@ class EngineWorker(QObject):
                 if not event.text:
                     continue
                 if not text:
-                    self.first_token.emit(job.job_id, time.perf_counter() - began)
+                    emit(self.first_token, job.job_id, time.perf_counter() - began)
                 text.append(event.text)
                 pending.append(event.text)
                 now = time.perf_counter()
                 if now - last_emit >= PIECE_INTERVAL:
-                    self.piece.emit(job.job_id, "".join(pending), tokens)
+                    emit(self.piece, job.job_id, "".join(pending), tokens)
                     pending.clear()
                     last_emit = now
                 if self.store is not None and job.message_id is not None:
@@ -205,7 +244,7 @@ class EngineWorker(QObject):
         except Exception as exc:  # a failure outside the engine's own guard: keep the partial text
             result = AnswerResult(job.job_id, "error", "", error=f"{type(exc).__name__}: {exc}")
         if pending:
-            self.piece.emit(job.job_id, "".join(pending), tokens)
+            emit(self.piece, job.job_id, "".join(pending), tokens)
         if result is None:
             result = AnswerResult(job.job_id, "error", "", error="The answer ended without a reason.")
         result.text = "".join(text)
@@ -218,7 +257,7 @@ class EngineWorker(QObject):
         try:
             self.store.update_message(message_id, content=text, status=status, stats=stats)  # type: ignore[arg-type]
         except StorageError as exc:  # a full disk must not kill the answer; the window shows the error
-            self.job_failed.emit("save", str(exc))
+            emit(self.job_failed, "save", str(exc))
 
     def _finish(self, result: AnswerResult, job: AnswerJob) -> None:
         if self.store is not None and job.message_id is not None:
@@ -230,7 +269,7 @@ class EngineWorker(QObject):
                 stats["error"] = result.error
             self._save(job.message_id, result.text, status, stats)
         self.cancel_event.clear()
-        self.finished.emit(result)
+        emit(self.finished, result)
 
     @Slot(int, int)
     def reconfigure(self, threads: int, context_limit: int) -> None:
@@ -240,9 +279,9 @@ class EngineWorker(QObject):
         try:
             self.engine.reconfigure(threads=threads or (os.cpu_count() or 1), context_limit=context_limit)
         except Exception as exc:
-            self.job_failed.emit("reconfigure", f"{type(exc).__name__}: {exc}")
+            emit(self.job_failed, "reconfigure", f"{type(exc).__name__}: {exc}")
             return
-        self.reconfigured.emit(model_info(self.engine))
+        emit(self.reconfigured, model_info(self.engine))
 
     @Slot(str, object)
     def sweep(self, folder: str, counts: list[int]) -> None:
@@ -251,14 +290,17 @@ class EngineWorker(QObject):
 
         try:
             result = sweep_threads(
-                Path(folder), counts, progress=self.sweep_progress.emit, cancel=self.cancel_event
+                Path(folder),
+                counts,
+                progress=lambda done, total: emit(self.sweep_progress, done, total),
+                cancel=self.cancel_event,
             )
         except Exception as exc:
-            self.job_failed.emit("sweep", f"{type(exc).__name__}: {exc}")
+            emit(self.job_failed, "sweep", f"{type(exc).__name__}: {exc}")
             return
         finally:
             self.cancel_event.clear()
-        self.sweep_done.emit(result)
+        emit(self.sweep_done, result)
 
     @Slot(str, str)
     def import_model(self, source: str, models_dir: str) -> None:
@@ -268,17 +310,19 @@ class EngineWorker(QObject):
 
         try:
             model = Registry(Path(models_dir)).import_model(
-                Path(source), on_build=self.import_progress.emit, cancel=self.cancel_event
+                Path(source),
+                on_build=lambda stage, done, total: emit(self.import_progress, stage, done, total),
+                cancel=self.cancel_event,
             )
         except ModelError as exc:
-            self.job_failed.emit("import", str(exc))
+            emit(self.job_failed, "import", str(exc))
             return
         except Exception as exc:
-            self.job_failed.emit("import", f"{type(exc).__name__}: {exc}")
+            emit(self.job_failed, "import", f"{type(exc).__name__}: {exc}")
             return
         finally:
             self.cancel_event.clear()
-        self.imported.emit(model)
+        emit(self.imported, model)
 
 
 FORWARDED = (
@@ -364,27 +408,27 @@ class EngineBridge(QObject):
 
     def load(self, folder: Path | str, threads: int, context_limit: int) -> None:
         """Queue loading ``folder``."""
-        self.request_load.emit(str(folder), threads, context_limit)
+        emit(self.request_load, str(folder), threads, context_limit)
 
     def answer(self, messages: list[dict[str, str]], params: SamplingParams, message_id: int | None) -> int:
         """Queue an answer; returns its job id."""
         self._next_job += 1
         self.busy = True
         self.worker.cancel_event.clear()
-        self.request_answer.emit(AnswerJob(self._next_job, messages, params, message_id))
+        emit(self.request_answer, AnswerJob(self._next_job, messages, params, message_id))
         return self._next_job
 
     def reconfigure(self, threads: int, context_limit: int) -> None:
         """Queue a session rebuild with new settings."""
-        self.request_reconfigure.emit(threads, context_limit)
+        emit(self.request_reconfigure, threads, context_limit)
 
     def sweep(self, folder: Path | str, counts: list[int]) -> None:
         """Queue a thread-count benchmark."""
-        self.request_sweep.emit(str(folder), list(counts))
+        emit(self.request_sweep, str(folder), list(counts))
 
     def import_model(self, source: Path | str, models_dir: Path | str) -> None:
         """Queue a model import."""
-        self.request_import.emit(str(source), str(models_dir))
+        emit(self.request_import, str(source), str(models_dir))
 
     def cancel(self) -> None:
         """Stop the running answer, sweep or import at its next step."""

@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
 from qwen_desktop.storage.chats import Message
 from qwen_desktop.ui.markdown_render import LIGHT, Colors, render_markdown, render_plain
 from qwen_desktop.ui.throttle import Throttle
+from qwen_desktop.worker import emit
 
 RENDER_INTERVAL_MS = 33  # ~30 renders a second while an answer streams
 OPEN_SCHEMES = ("http", "https", "mailto")
@@ -64,7 +65,7 @@ class MessageBody(QTextBrowser):
     def _on_anchor(self, url: QUrl) -> None:
         if url.scheme() == "copy":
             try:
-                self.copy_code.emit(int(url.path()))
+                emit(self.copy_code, int(url.path()))
             except ValueError:
                 return
         elif url.scheme().lower() in OPEN_SCHEMES:
@@ -134,12 +135,12 @@ class MessageView(QFrame):
         if branch is not None and branch.count > 1:
             prev_button = self._tool("‹", self.tr("Previous version"))
             prev_button.setEnabled(branch.previous_id is not None)
-            prev_button.clicked.connect(lambda: self.branch_requested.emit(branch.previous_id))
+            prev_button.clicked.connect(lambda: emit(self.branch_requested, branch.previous_id))
             self.branch_label = QLabel(f"{branch.index}/{branch.count}")
             self.branch_label.setAccessibleName(self.tr("Version"))
             next_button = self._tool("›", self.tr("Next version"))
             next_button.setEnabled(branch.next_id is not None)
-            next_button.clicked.connect(lambda: self.branch_requested.emit(branch.next_id))
+            next_button.clicked.connect(lambda: emit(self.branch_requested, branch.next_id))
             header.addWidget(prev_button)
             header.addWidget(self.branch_label)
             header.addWidget(next_button)
@@ -154,13 +155,13 @@ class MessageView(QFrame):
         self.regenerate_button: QToolButton | None = None
         if message.role == "user":
             self.edit_button = self._tool(self.tr("Edit"), self.tr("Edit and resend"))
-            self.edit_button.clicked.connect(lambda: self.edit_requested.emit(self.message.id))
+            self.edit_button.clicked.connect(lambda: emit(self.edit_requested, self.message.id))
             header.addWidget(self.edit_button)
         elif can_regenerate:
             failed = message.status == "failed"
             label = self.tr("Retry") if failed else self.tr("Regenerate")
             self.regenerate_button = self._tool(label, label)
-            self.regenerate_button.clicked.connect(lambda: self.regenerate_requested.emit(self.message.id))
+            self.regenerate_button.clicked.connect(lambda: emit(self.regenerate_requested, self.message.id))
             header.addWidget(self.regenerate_button)
         outer.addLayout(header)
         self.body = MessageBody(self)

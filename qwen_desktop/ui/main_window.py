@@ -8,6 +8,7 @@ window is up. Editing a question or regenerating an answer adds a branch in the 
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -41,7 +42,7 @@ from qwen_desktop.storage.settings import Settings, load_settings, save_settings
 from qwen_desktop.ui.chat_view import Branch, ChatView
 from qwen_desktop.ui.theme import apply_theme
 from qwen_desktop.ui.throttle import Throttle
-from qwen_desktop.worker import AnswerResult, EngineBridge, ModelInfo
+from qwen_desktop.worker import AnswerResult, EngineBridge, ModelInfo, emit
 
 SENDABLE = ("complete", "cancelled", "interrupted")  # answers that go back to the model as history
 
@@ -59,7 +60,7 @@ class Composer(QPlainTextEdit):
         if event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and not (
             event.modifiers() & Qt.KeyboardModifier.ShiftModifier
         ):
-            self.submitted.emit()
+            emit(self.submitted)
             return
         super().keyPressEvent(event)
 
@@ -99,6 +100,8 @@ class MainWindow(QMainWindow):
         self.edit_target: Message | None = None
         self.load_error: str | None = None
         self._tokens = 0
+        self._first_token_at = 0.0
+        self._ttft = 0.0
         self._sweeping = False
         self._closing = False
         app = QApplication.instance()
@@ -369,7 +372,7 @@ class MainWindow(QMainWindow):
         self.update_meter()
         if self.settings.threads == 0 and self.settings.auto_threads is None:
             self.run_thread_sweep()
-        self.model_ready.emit(info)
+        emit(self.model_ready, info)
 
     def _on_load_failed(self, message: str) -> None:
         if self._closing:
@@ -617,6 +620,8 @@ class MainWindow(QMainWindow):
 
     def _on_first_token(self, job_id: int, seconds: float) -> None:
         if job_id == self.job_id:
+            self._first_token_at = time.perf_counter()
+            self._ttft = seconds
             self.speed_label.setText(self.tr("first token %1 s").replace("%1", f"{seconds:.2f}"))
 
     def _on_piece(self, job_id: int, text: str, tokens: int) -> None:
@@ -628,6 +633,13 @@ class MainWindow(QMainWindow):
         if view is not None:
             view.append(text)
         self._tokens = tokens
+        elapsed = time.perf_counter() - self._first_token_at
+        if tokens > 1 and elapsed > 0.25:
+            self.speed_label.setText(
+                self.tr("first token %1 s · %2 tokens/s")
+                .replace("%1", f"{self._ttft:.2f}")
+                .replace("%2", f"{(tokens - 1) / elapsed:.1f}")
+            )
 
     def _on_finished(self, result: AnswerResult) -> None:
         if result.job_id != self.job_id:
@@ -654,7 +666,7 @@ class MainWindow(QMainWindow):
             self.show_banner(self.tr("The answer failed: %1").replace("%1", result.error or "?"))
         self._update_controls()
         self.update_meter()
-        self.answer_finished.emit(result)
+        emit(self.answer_finished, result)
 
     # ----------------------------------------------------------------- editing and copying
 

@@ -127,10 +127,10 @@ def render_markdown(
         return (
             f'<table width="100%" cellspacing="0" cellpadding="6" border="0" '
             f'style="background-color:{colors.code_bg}; border: 1px solid {colors.border}; margin: 4px 0;">'
-            f'<tr><td><span style="color:{colors.muted}; font-size: small;">{label}</span></td>'
-            f'<td align="right"><a href="copy:{index}" style="color:{colors.link};'
+            f'<tr><td style="border: none;"><span style="color:{colors.muted}; font-size: small;">'
+            f'{label + " · " if label else ""}</span><a href="copy:{index}" style="color:{colors.link};'
             f' font-size: small;">{html.escape(copy_label)}</a></td></tr>'
-            f'<tr><td colspan="2"><pre style="margin:0; font-family: monospace;">{lit}</pre></td></tr>'
+            f'<tr><td style="border: none;"><pre style="margin:0; font-family: monospace;">{lit}</pre></td></tr>'
             f"</table>"
         )
 

@@ -26,7 +26,7 @@ from PySide6.QtWidgets import (
 )
 
 from qwen_desktop.storage.settings import CONTEXT_MAX, CONTEXT_MIN, Settings
-from qwen_desktop.worker import EngineBridge
+from qwen_desktop.worker import EngineBridge, emit
 
 LANGUAGES = (("system", None), ("en", "English"), ("zh_CN", "简体中文"))
 
@@ -271,7 +271,7 @@ class SettingsDialog(QDialog):
         folder = str(model.folder)  # type: ignore[attr-defined]
         self.model.addItem(str(model.display_name), folder)  # type: ignore[attr-defined]
         self.model.setCurrentIndex(self.model.findData(folder))
-        self.model_imported.emit(model)
+        emit(self.model_imported, model)
 
     def _on_failed(self, kind: str, message: str) -> None:
         if kind != "import":

@@ -7,6 +7,7 @@ from PySide6.QtGui import QGuiApplication, QTextImageFormat
 
 from qwen_desktop.storage.chats import ChatStore
 from qwen_desktop.ui.markdown_render import render_markdown
+from qwen_desktop.worker import emit
 
 MALICIOUS = """Look here <script>alert('x')</script> and <b onclick="steal()">bold</b>.
 
@@ -73,10 +74,10 @@ def test_malicious_answer_in_the_window_is_inert(make_window, home, qtbot, monke
     assert body.loadResource(2, QUrl("http://tracker.example/pixel.png")) is None
     opened = []
     monkeypatch.setattr("qwen_desktop.ui.chat_view.QDesktopServices.openUrl", opened.append)
-    body.anchorClicked.emit(QUrl("javascript:alert(1)"))
-    body.anchorClicked.emit(QUrl("file:///etc/passwd"))
+    emit(body.anchorClicked, QUrl("javascript:alert(1)"))
+    emit(body.anchorClicked, QUrl("file:///etc/passwd"))
     assert opened == []
-    body.anchorClicked.emit(QUrl("https://qwen.ai/docs"))
+    emit(body.anchorClicked, QUrl("https://qwen.ai/docs"))
     assert [u.toString() for u in opened] == ["https://qwen.ai/docs"]
-    body.anchorClicked.emit(QUrl("copy:0"))
+    emit(body.anchorClicked, QUrl("copy:0"))
     assert QGuiApplication.clipboard().text() == "rm -rf /tmp/x\n"

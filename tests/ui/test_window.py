@@ -15,6 +15,7 @@ from PySide6.QtWidgets import (
 )
 
 from qwen_desktop.storage.chats import ChatStore
+from qwen_desktop.worker import emit
 
 
 def send(qtbot, window, text, timeout=30000):
@@ -111,7 +112,7 @@ def test_regenerate_keeps_the_old_answer_as_a_version(ready_window, qtbot):
     assert [s.content for s in siblings] == [first.text, second.text]
     latest = window.chat_view.last_answer()
     assert latest.branch_label.text() == "2/2"
-    window.chat_view.last_answer().branch_requested.emit(siblings[0].id)
+    emit(window.chat_view.last_answer().branch_requested, siblings[0].id)
     assert window.chat_view.last_answer().text == first.text
     assert window.chat_view.last_answer().branch_label.text() == "1/2"
 
@@ -133,7 +134,7 @@ def test_edit_and_resend_makes_a_branch_and_keeps_the_old_one(ready_window, qtbo
     assert [v.content for v in versions] == ["First question", "First question, edited"]
     assert window.chat_view.views[0].branch_label.text() == "2/2"
     # The old branch, with its second turn, is one click away.
-    window.chat_view.views[0].branch_requested.emit(versions[0].id)
+    emit(window.chat_view.views[0].branch_requested, versions[0].id)
     texts = [v.text for v in window.chat_view.views]
     assert texts[0] == "First question" and texts[2] == "Second question" and texts[3] == second.text
 

@@ -121,3 +121,25 @@ def test_shutdown_joins_a_running_answer(qtbot, bridge):
     assert started.wait(30)
     assert bridge.shutdown(10000)
     assert not bridge.thread.isRunning()
+
+
+def test_emitting_many_signals_leaves_true_alone(qapp):
+    """PySide6 6.12.0's emit() gives away a reference to True on every call; ``emit`` makes up for it, or
+    a long answer would abort the interpreter ("bool_dealloc")."""
+    import sys
+
+    from PySide6.QtCore import QObject, Signal
+
+    from qwen_desktop.worker import emit
+
+    class Source(QObject):
+        ping = Signal(int)
+
+    source = Source()
+    got = []
+    source.ping.connect(got.append)
+    before = sys.getrefcount(True)
+    for i in range(5000):
+        emit(source.ping, i)
+    assert len(got) == 5000
+    assert abs(sys.getrefcount(True) - before) < 50

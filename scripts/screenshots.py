@@ -1,0 +1,258 @@
+"""Screenshots of the app for the README: light and dark mid-answer, the welcome page, and Chinese.
+
+Runs the real window under Xvfb (started here when there is no display and ``Xvfb`` exists; install it with
+``apt-get install -y xvfb fonts-wqy-microhei``), else on Qt's offscreen platform. Uses the real model when
+its GGUF is on disk (built once into ``~/.cache/qwen-desktop-screens/``, about a minute), else a tiny
+random model. Also prints the longest gap of a 10 ms timer while the answers stream.
+
+    python3 scripts/screenshots.py [--out docs/screenshots] [--offscreen]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+REAL_GGUF = Path(
+    os.environ.get("QWEN_REAL_MODEL", Path.home() / ".cache/qwen-real-model/qwen2.5-coder-0.5b-instruct.gguf")
+)
+CACHE = Path.home() / ".cache" / "qwen-desktop-screens"
+QUESTION = (
+    "Write a short Python function that reverses a singly linked list, then give a small table of its "
+    "time and space cost."
+)
+EARLIER = ["What is Rayleigh scattering?", "Give me three names for a grey cat"]
+ZH_QUESTION = "用三句话解释什么是链表。"
+
+
+def start_xvfb() -> subprocess.Popen[bytes] | None:
+    """Start Xvfb on a free display and point Qt at it; None if there is a display already or no Xvfb."""
+    if os.environ.get("DISPLAY") or shutil.which("Xvfb") is None:
+        return None
+    for number in range(99, 110):
+        if Path(f"/tmp/.X11-unix/X{number}").exists():
+            continue
+        proc = subprocess.Popen(
+            ["Xvfb", f":{number}", "-screen", "0", "1280x800x24", "-nolisten", "tcp"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        for _ in range(50):
+            if Path(f"/tmp/.X11-unix/X{number}").exists():
+                break
+            time.sleep(0.1)
+        env = os.environ | {"DISPLAY": f":{number}", "QT_QPA_PLATFORM": "xcb"}
+        probe = [sys.executable, "-c", "from PySide6.QtWidgets import QApplication; QApplication([])"]
+        if subprocess.run(probe, env=env, capture_output=True, check=False).returncode == 0:
+            os.environ.update(DISPLAY=f":{number}", QT_QPA_PLATFORM="xcb")
+            return proc
+        # Qt's xcb plugin needs libxcb-cursor0, libxcb-icccm4, libxcb-keysyms1 …: fall back to offscreen.
+        print("Qt cannot use Xvfb here (missing xcb libraries?); using offscreen", flush=True)
+        proc.terminate()
+        proc.wait()
+        return None
+    return None
+
+
+def model_folder() -> tuple[Path, str]:
+    """The model to show: the real one (built once) or a tiny random one."""
+    from qwen_desktop.models.builder import build_model
+
+    if REAL_GGUF.is_file():
+        folder = CACHE / "qwen2.5-coder-0.5b-int4"
+        if not (folder / "manifest.json").is_file():
+            print(f"building {REAL_GGUF.name} into {folder} (once)…", flush=True)
+            CACHE.mkdir(parents=True, exist_ok=True)
+            build_model(REAL_GGUF, folder)
+        return folder, "real"
+    from qwen_desktop.models.tiny import make_tokenizer, make_weights, tiny_config, write_gguf
+
+    tmp = Path(tempfile.mkdtemp(prefix="qwen-tiny-"))
+    tok = make_tokenizer()
+    cfg = tiny_config(len(tok[0]))
+    gguf = write_gguf(tmp / "tiny.gguf", cfg, make_weights(cfg, seed=0), tok)
+    return build_model(gguf, tmp / "tiny").folder, "tiny"
+
+
+def wait(signal: object, timeout: float = 300.0) -> list[object]:
+    """Run the event loop until ``signal`` fires; returns its arguments."""
+    from PySide6.QtCore import QEventLoop, QTimer
+
+    loop = QEventLoop()
+    got: list[object] = []
+
+    def fire(*args: object) -> None:
+        got.extend(args)
+        loop.quit()
+
+    signal.connect(fire)  # type: ignore[attr-defined]
+    QTimer.singleShot(int(timeout * 1000), loop.quit)
+    loop.exec()
+    signal.disconnect(fire)  # type: ignore[attr-defined]
+    if not got:
+        raise TimeoutError(f"no signal within {timeout} s")
+    return got
+
+
+def pause(ms: int) -> None:
+    """Let the event loop run for ``ms`` milliseconds."""
+    from PySide6.QtCore import QEventLoop, QTimer
+
+    loop = QEventLoop()
+    QTimer.singleShot(ms, loop.quit)
+    loop.exec()
+
+
+class GapMeter:
+    """The longest gap between ticks of a 10 ms timer: how long the window was unable to respond."""
+
+    def __init__(self) -> None:
+        from PySide6.QtCore import QTimer
+
+        self.ticks: list[float] = []
+        self.timer = QTimer()
+        self.timer.setInterval(10)
+        self.timer.timeout.connect(lambda: self.ticks.append(time.perf_counter()))
+
+    def longest_ms(self) -> float:
+        return max((b - a for a, b in zip(self.ticks, self.ticks[1:], strict=False)), default=0.0) * 1000
+
+
+def shoot(
+    home: Path,
+    folder: Path,
+    theme: str,
+    out: Path,
+    question: str,
+    language: str = "en",
+    earlier: list[str] | None = None,
+    mid_tokens: int = 170,
+) -> tuple[float, int, float]:
+    """Open a window on ``home``, ask ``question`` and grab it mid-answer. Returns timer-gap figures."""
+    from PySide6.QtWidgets import QApplication
+
+    from qwen_desktop.storage.settings import Settings, save_settings
+    from qwen_desktop.ui.app import install_translators
+    from qwen_desktop.ui.main_window import MainWindow
+
+    os.environ["QWEN_DESKTOP_HOME"] = str(home)
+    save_settings(
+        Settings(
+            model_path=str(folder),
+            theme=theme,
+            temperature=0.2,
+            seed=7,
+            max_tokens=600,
+            threads=0,
+            auto_threads=os.cpu_count() or 1,
+            language=language,
+        ),
+        home / "settings.json",
+    )
+    app = QApplication.instance()
+    assert isinstance(app, QApplication)
+    translators = install_translators(app, language)
+    window = MainWindow()
+    window.resize(1180, 760)
+    window.show()
+    wait(window.model_ready)
+    for text in earlier or []:
+        window.new_conversation()
+        window.settings.max_tokens = 80
+        window.composer.setPlainText(text)
+        window.send()
+        wait(window.answer_finished)
+    window.settings.max_tokens = 600
+    window.new_conversation()
+    meter = GapMeter()
+    tokens = [0]
+    results: list[object] = []
+    window.bridge.piece.connect(lambda _job, _text, n: tokens.__setitem__(0, n))
+    window.answer_finished.connect(results.append)
+    window.composer.setPlainText(question)
+    meter.timer.start()
+    window.send()
+    while tokens[0] < mid_tokens and not results:
+        pause(50)
+    pause(150)  # let the throttled render catch up
+    window.grab().save(str(out))
+    print(f"saved {out}", flush=True)
+    window.stop()
+    while not results:
+        pause(50)
+    result = results[0]
+    meter.timer.stop()
+    window.close()
+    for translator in translators:
+        QApplication.removeTranslator(translator)
+    return meter.longest_ms(), tokens[0], result.stats.decode_tps if result.stats else 0.0  # type: ignore[attr-defined]
+
+
+def shoot_welcome(home: Path, out: Path) -> None:
+    """The first-run page: no model configured or installed."""
+    from qwen_desktop.ui.main_window import MainWindow
+
+    os.environ["QWEN_DESKTOP_HOME"] = str(home)
+    window = MainWindow()
+    window.resize(1180, 760)
+    window.show()
+    pause(300)
+    window.grab().save(str(out))
+    print(f"saved {out}", flush=True)
+    window.close()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=REPO / "docs" / "screenshots")
+    parser.add_argument("--offscreen", action="store_true", help="use Qt's offscreen platform, not Xvfb")
+    args = parser.parse_args()
+    xvfb = None if args.offscreen else start_xvfb()
+    if xvfb is None:
+        os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    print(f"Qt platform: {os.environ.get('QT_QPA_PLATFORM')} {os.environ.get('DISPLAY', '')}", flush=True)
+    sys.path.insert(0, str(REPO))
+    try:
+        from PySide6.QtWidgets import QApplication
+
+        folder, kind = model_folder()
+        print(f"model: {folder} ({kind})", flush=True)
+        app = QApplication([])
+        app.setApplicationName("Qwen Desktop")
+        args.out.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix="qwen-screens-") as tmp:
+            figures = []
+            for theme in ("light", "dark"):
+                home = Path(tmp) / theme
+                home.mkdir()
+                figures.append(
+                    shoot(home, folder, theme, args.out / f"chat-{theme}.png", QUESTION, earlier=EARLIER)
+                )
+            home = Path(tmp) / "zh"
+            home.mkdir()
+            shoot(home, folder, "light", args.out / "chat-zh_CN.png", ZH_QUESTION, language="zh_CN", mid_tokens=60)
+            home = Path(tmp) / "welcome"
+            home.mkdir()
+            shoot_welcome(home, args.out / "welcome.png")
+        for (gap, tokens, tps), theme in zip(figures, ("light", "dark"), strict=True):
+            print(
+                f"{theme}: longest gap of a 10 ms timer while {tokens} tokens streamed "
+                f"({kind} model, {tps:.1f} tokens/s): {gap:.1f} ms"
+            )
+        del app
+    finally:
+        if xvfb is not None:
+            xvfb.terminate()
+            xvfb.wait()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

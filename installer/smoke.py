@@ -143,24 +143,31 @@ def check_window(exe: Path, env: dict[str, str], quit_after_ms: int = 300, timeo
     """
     env = {**env, SMOKE_ENV: str(quit_after_ms)}
     start = time.perf_counter()
-    proc = subprocess.Popen([str(exe)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert proc.stderr is not None
     shown: float | None = None
     lines: list[str] = []
     deadline = start + timeout
-    for line in proc.stderr:  # ends when the process closes stderr (exits)
-        lines.append(line.rstrip("\n"))
-        if shown is None and line.startswith(SMOKE_MARK):
-            shown = time.perf_counter() - start
-        if time.perf_counter() > deadline:
-            break
-    try:
-        status = proc.wait(timeout=max(1.0, deadline - time.perf_counter()))
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        raise SmokeError(
-            f"the window did not close within {timeout:.0f} s; stderr:\n" + "\n".join(lines)
-        ) from None
+    with subprocess.Popen(
+        [str(exe)],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as proc:
+        assert proc.stderr is not None
+        for line in proc.stderr:  # ends when the process closes stderr (exits)
+            lines.append(line.rstrip("\n"))
+            if shown is None and line.startswith(SMOKE_MARK):
+                shown = time.perf_counter() - start
+            if time.perf_counter() > deadline:
+                break
+        try:
+            status = proc.wait(timeout=max(1.0, deadline - time.perf_counter()))
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            raise SmokeError(
+                f"the window did not close within {timeout:.0f} s; stderr:\n" + "\n".join(lines)
+            ) from None
     stderr = "\n".join(lines)
     if status != 0:
         raise SmokeError(f"the app exited with status {status}; stderr:\n{stderr}")

@@ -1,7 +1,7 @@
 """The frozen app's entry point: ``qwen-desktop`` (the window) and its subcommands, as ``python -m qwen_desktop``.
 
 It has one addition for smoke tests and start-up timing, inactive unless the environment variable
-``QWEN_DESKTOP_SMOKE_QUIT_MS`` is set: when the Qt event loop starts with the main window shown, print the line
+``QWEN_DESKTOP_SMOKE_QUIT_MS`` is set: when the main window is first painted, print the line
 ``qwen-desktop-smoke: window shown: <title>`` on stderr, then close all windows after that many milliseconds, so
 the app leaves through its normal path (the window's closeEvent, exit code 0). The app itself has no such switch
 yet; once ``run_app`` grows one this file goes back to two lines.
@@ -17,20 +17,45 @@ SMOKE_MARK = "qwen-desktop-smoke: window shown:"
 
 
 def install_smoke_quit(delay_ms: int) -> None:
-    """Make ``QApplication.exec`` report the shown window and quit after ``delay_ms`` milliseconds."""
-    from PySide6.QtCore import QTimer
-    from PySide6.QtWidgets import QApplication
+    """Make ``QApplication.exec`` report the main window's first paint and quit ``delay_ms`` ms later."""
+    from PySide6.QtCore import QEvent, QObject, QTimer
+    from PySide6.QtWidgets import QApplication, QWidget
 
     original_exec = QApplication.exec
 
-    def exec_then_quit(*_args: object) -> int:
-        def report_shown() -> None:
-            titles = [w.windowTitle() for w in QApplication.topLevelWidgets() if w.isVisible()]
-            print(f"{SMOKE_MARK} {' | '.join(titles) or '(none)'}", file=sys.stderr, flush=True)
-            QTimer.singleShot(delay_ms, QApplication.closeAllWindows)
+    class FirstPaint(QObject):
+        """Watches for the first paint of a visible top-level window: what the user sees as "shown"."""
 
-        QTimer.singleShot(0, report_shown)  # runs once the show/expose events queued by show() are handled
-        return original_exec()  # static in Qt 6
+        def __init__(self) -> None:
+            super().__init__()
+            self.seen = False
+
+        def report(self, title: str) -> None:
+            if not self.seen:
+                self.seen = True
+                print(f"{SMOKE_MARK} {title}", file=sys.stderr, flush=True)
+                QTimer.singleShot(delay_ms, QApplication.closeAllWindows)
+
+        def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt's name
+            if (
+                event.type() == QEvent.Type.Paint
+                and isinstance(watched, QWidget)
+                and watched.isWindow()
+                and watched.isVisible()
+            ):
+                self.report(watched.windowTitle())
+            return False
+
+    def exec_then_quit(*_args: object) -> int:
+        app = QApplication.instance()
+        watcher = FirstPaint()
+        app.installEventFilter(watcher)
+        # Should no paint event arrive (a platform plugin that skips painting), still end the run.
+        QTimer.singleShot(20_000, lambda: watcher.report("(no paint event within 20 s)"))
+        try:
+            return original_exec()  # static in Qt 6
+        finally:
+            app.removeEventFilter(watcher)
 
     QApplication.exec = exec_then_quit  # type: ignore[method-assign]
 

@@ -138,8 +138,8 @@ def check_chat(exe: Path, env: dict[str, str], model: Path) -> str:
 def check_window(exe: Path, env: dict[str, str], quit_after_ms: int = 300, timeout: float = 60) -> float:
     """Open the main window offscreen, let it close itself, check a clean exit; return seconds to shown.
 
-    The time runs from starting the process to the main window being shown with the event loop running, as
-    reported by installer/entry.py's smoke switch.
+    The time runs from starting the process to the main window's first paint, as reported by
+    installer/entry.py's smoke switch (``QWEN_DESKTOP_SMOKE_QUIT_MS``).
     """
     env = {**env, SMOKE_ENV: str(quit_after_ms)}
     start = time.perf_counter()

@@ -1,0 +1,517 @@
+"""Installing a model off the GUI thread: a download from the hub (then a build), or an import from disk.
+
+``InstallWorker`` runs ``Registry.install_from_download`` or ``Registry.import_model`` on its own ``QThread``;
+``InstallTask`` is the GUI side's handle (it owns the thread, queues jobs, cancels, joins). The only things that
+cross threads are signals and the cancel ``threading.Event``; the registry's progress callbacks are plain
+callables that emit signals, at most ~10 a second.
+
+``DownloadDialog`` shows one install: bytes, speed and time left, then the build, then the result. Cancel keeps
+the partial download, so a later Download resumes it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+from PySide6.QtCore import QObject, Qt, QThread, Signal, Slot
+from PySide6.QtWidgets import (
+    QDialog,
+    QHBoxLayout,
+    QLabel,
+    QProgressBar,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from qwen_desktop.models.catalog import CatalogEntry
+from qwen_desktop.models.download import (
+    OFFLINE_MESSAGE,
+    ChecksumError,
+    ConnectionLostError,
+    DiskSpaceError,
+    DownloadCancelledError,
+    DownloadProgress,
+    HubAuthError,
+    HubNotFoundError,
+    HubOfflineError,
+    HubServerError,
+)
+from qwen_desktop.models.errors import ModelError
+from qwen_desktop.models.registry import InstalledModel, Registry
+from qwen_desktop.worker import emit
+
+PROGRESS_INTERVAL = 0.1  # seconds between progress signals: the registry reports every 64 KiB chunk
+BAR_STEPS = 1000  # the bar counts per mille, so sizes above 2 GiB fit in its int range
+
+ERROR_KINDS: tuple[tuple[type[Exception], str], ...] = (
+    (HubOfflineError, "offline"),
+    (HubNotFoundError, "not_found"),
+    (HubAuthError, "auth"),
+    (ChecksumError, "checksum"),
+    (DiskSpaceError, "disk"),
+    (HubServerError, "server"),
+    (ConnectionLostError, "connection"),
+)
+
+
+def error_kind(exc: BaseException) -> str:
+    """A short name for what went wrong ("offline", "not_found", "auth", ..., "other")."""
+    return next((kind for cls, kind in ERROR_KINDS if isinstance(exc, cls)), "other")
+
+
+def human_bytes(n: float) -> str:
+    """``512 KB``, ``12.3 MB``, ``1.89 GB`` (decimal units, as the hub shows sizes)."""
+    if n >= 1e9:
+        return f"{n / 1e9:.2f} GB"
+    if n >= 1e6:
+        return f"{n / 1e6:.1f} MB"
+    return f"{max(n, 0) / 1e3:.0f} KB"
+
+
+def human_seconds(seconds: float) -> str:
+    """``45 s``, ``3 min 05 s``, ``1 h 12 min``."""
+    s = round(seconds)
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min {s % 60:02d} s"
+    return f"{s // 3600} h {s % 3600 // 60:02d} min"
+
+
+class InstallWorker(QObject):
+    """Runs one install at a time on the thread it is moved to.
+
+    Args:
+        models_dir: the models folder the registry installs into.
+        catalog: the catalogue that names the downloads.
+        cancel: set from any thread to stop the running job at its next chunk or build step.
+
+    Signals:
+        download_progress(DownloadProgress): bytes done and total, speed, time left (throttled, and always
+            once at the start and once when the last byte arrives).
+        build_progress(str, int, int): build stage, steps done, steps in all.
+        installed(InstalledModel): the model is built and registered.
+        failed(str, str): error kind (see :func:`error_kind`) and the registry's one-line message.
+        cancelled(str): the job stopped on request; the message says what was kept.
+    """
+
+    download_progress = Signal(object)
+    build_progress = Signal(str, int, int)
+    installed = Signal(object)
+    failed = Signal(str, str)
+    cancelled = Signal(str)
+
+    def __init__(self, models_dir: Path, catalog: list[CatalogEntry], cancel: threading.Event) -> None:
+        super().__init__()
+        self.models_dir = Path(models_dir)
+        self.catalog = catalog
+        self.cancel = cancel
+        self._last = 0.0
+
+    def _on_download(self, progress: DownloadProgress) -> None:
+        now = time.monotonic()
+        if progress.done >= progress.total or now - self._last >= PROGRESS_INTERVAL or not self._last:
+            self._last = now
+            emit(self.download_progress, progress)
+
+    def _on_build(self, stage: str, done: int, total: int) -> None:
+        emit(self.build_progress, stage, done, total)
+
+    def _run(self, job: str, target: str) -> None:
+        self._last = 0.0
+        registry = Registry(self.models_dir)
+        try:
+            if job == "download":
+                model = registry.install_from_download(
+                    target,
+                    catalog=self.catalog,
+                    on_download=self._on_download,
+                    on_build=self._on_build,
+                    cancel=self.cancel,
+                )
+            else:
+                model = registry.import_model(Path(target), on_build=self._on_build, cancel=self.cancel)
+        except DownloadCancelledError as exc:
+            emit(self.cancelled, str(exc))
+        except ModelError as exc:
+            emit(self.failed, error_kind(exc), str(exc))
+        except Exception as exc:  # a bug or an OS error the registry did not foresee: say it, keep the app
+            emit(self.failed, "other", f"{type(exc).__name__}: {exc}")
+        else:
+            emit(self.installed, model)
+        finally:
+            self.cancel.clear()
+
+    @Slot(str)
+    def download(self, name: str) -> None:
+        """Download, verify, build and register the catalogue model ``name``."""
+        self._run("download", name)
+
+    @Slot(str)
+    def import_path(self, path: str) -> None:
+        """Build or copy the GGUF file or folder at ``path`` into the models folder."""
+        self._run("import", path)
+
+
+class InstallTask(QObject):
+    """The GUI thread's handle on an ``InstallWorker`` and its thread.
+
+    Every worker signal is repeated by a signal of the same name here, emitted on the GUI thread.
+
+    Signals:
+        download_progress, build_progress, installed, failed, cancelled: as ``InstallWorker``'s.
+        request_download(str): queued to ``InstallWorker.download``.
+        request_import(str): queued to ``InstallWorker.import_path``.
+    """
+
+    download_progress = Signal(object)
+    build_progress = Signal(str, int, int)
+    installed = Signal(object)
+    failed = Signal(str, str)
+    cancelled = Signal(str)
+    request_download = Signal(str)
+    request_import = Signal(str)
+
+    def __init__(self, models_dir: Path, catalog: list[CatalogEntry], parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.cancel_event = threading.Event()
+        self.thread = QThread(self)
+        self.thread.setObjectName("model-install")
+        self.worker = InstallWorker(models_dir, catalog, self.cancel_event)
+        self.worker.moveToThread(self.thread)
+        self.request_download.connect(self.worker.download)
+        self.request_import.connect(self.worker.import_path)
+        self.thread.finished.connect(self.worker.deleteLater)
+        for name in ("download_progress", "build_progress", "installed", "failed", "cancelled"):
+            getattr(self.worker, name).connect(getattr(self, name), Qt.ConnectionType.QueuedConnection)
+        self.thread.start()
+
+    def download(self, name: str) -> None:
+        """Queue the download of catalogue model ``name``."""
+        self.cancel_event.clear()
+        emit(self.request_download, name)
+
+    def import_path(self, path: Path | str) -> None:
+        """Queue the import of ``path``."""
+        self.cancel_event.clear()
+        emit(self.request_import, str(path))
+
+    def cancel(self) -> None:
+        """Stop the running job at its next chunk (download) or step (build)."""
+        self.cancel_event.set()
+
+    def shutdown(self, timeout_ms: int = 30000) -> bool:
+        """Cancel what runs, stop the thread and wait for it. Returns False if it did not stop in time."""
+        if not self.thread.isRunning():
+            return True
+        self.cancel()
+        self.thread.quit()
+        return bool(self.thread.wait(timeout_ms))
+
+
+class DownloadDialog(QDialog):
+    """Progress of one download (then build) or import, and how it ended.
+
+    Args:
+        models_dir: the models folder to install into.
+        catalog: the catalogue that names the downloads.
+        parent: the models dialog.
+
+    Signals:
+        installed(InstalledModel): the model is registered and appears in the installed list.
+        use_requested(InstalledModel): "Use this model" was pressed (the dialog then closes).
+        import_requested(): "Import from disk…" was pressed after the hub could not be reached.
+    """
+
+    installed = Signal(object)
+    use_requested = Signal(object)
+    import_requested = Signal()
+
+    def __init__(self, models_dir: Path, catalog: list[CatalogEntry], parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.models_dir = Path(models_dir)
+        self.catalog = catalog
+        self.task = InstallTask(self.models_dir, catalog, self)
+        self.task.download_progress.connect(self._on_download_progress)
+        self.task.build_progress.connect(self._on_build_progress)
+        self.task.installed.connect(self._on_installed)
+        self.task.failed.connect(self._on_failed)
+        self.task.cancelled.connect(self._on_cancelled)
+        self.running = False
+        self.entry: CatalogEntry | None = None
+        self.source: Path | None = None
+        self.model: InstalledModel | None = None
+        self.error: tuple[str, str] | None = None
+        self._close_when_stopped = False
+
+        self.setWindowTitle(self.tr("Download a model"))
+        self.setAccessibleName(self.tr("Model download"))
+        # An explicit minimum keeps the window's size constraints fixed while labels change their text.
+        self.setMinimumSize(560, 260)
+        layout = QVBoxLayout(self)
+        self.title = QLabel()
+        self.title.setAccessibleName(self.tr("What is being installed"))
+        self.title.setWordWrap(True)
+        layout.addWidget(self.title)
+        self.source_label = QLabel()
+        self.source_label.setAccessibleName(self.tr("Where it comes from"))
+        self.source_label.setWordWrap(True)
+        self.source_label.setEnabled(False)  # the palette's muted text
+        self.source_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        layout.addWidget(self.source_label)
+        self.stage = QLabel()
+        self.stage.setAccessibleName(self.tr("Stage"))
+        layout.addWidget(self.stage)
+        self.bar = QProgressBar()
+        self.bar.setAccessibleName(self.tr("Progress"))
+        self.bar.setRange(0, BAR_STEPS)
+        self.bar.setValue(0)
+        layout.addWidget(self.bar)
+        self.detail = QLabel()
+        self.detail.setAccessibleName(self.tr("Bytes, speed and time left"))
+        layout.addWidget(self.detail)
+        self.note = QLabel()
+        self.note.setAccessibleName(self.tr("Note"))
+        self.note.setWordWrap(True)
+        self.note.setEnabled(False)
+        layout.addWidget(self.note)
+        self.error_label = QLabel()
+        self.error_label.setObjectName("downloadError")
+        self.error_label.setAccessibleName(self.tr("Problem"))
+        self.error_label.setWordWrap(True)
+        self.error_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.error_label.setStyleSheet("color: #cf222e;")
+        self.error_label.hide()
+        layout.addWidget(self.error_label)
+
+        row = QHBoxLayout()
+        self.import_button = QPushButton(self.tr("Import from disk…"))
+        self.import_button.setAccessibleName(self.tr("Import a model from disk instead"))
+        self.import_button.clicked.connect(self._on_import_clicked)
+        self.import_button.hide()
+        row.addWidget(self.import_button)
+        self.retry_button = QPushButton(self.tr("Resume"))
+        self.retry_button.setAccessibleName(self.tr("Resume or retry the download"))
+        self.retry_button.clicked.connect(self.retry)
+        self.retry_button.hide()
+        row.addWidget(self.retry_button)
+        row.addStretch(1)
+        self.use_button = QPushButton(self.tr("Use this model"))
+        self.use_button.setAccessibleName(self.tr("Use this model now"))
+        self.use_button.clicked.connect(self._on_use_clicked)
+        self.use_button.hide()
+        row.addWidget(self.use_button)
+        self.close_button = QPushButton(self.tr("Cancel"))
+        self.close_button.setAccessibleName(self.tr("Cancel or close"))
+        self.close_button.clicked.connect(self.reject)
+        row.addWidget(self.close_button)
+        layout.addLayout(row)
+
+    # ----------------------------------------------------------------- starting
+
+    def start_download(self, entry: CatalogEntry) -> None:
+        """Download, verify, build and register ``entry`` (resuming a partial download if one is kept)."""
+        self.entry, self.source = entry, None
+        self.setWindowTitle(self.tr("Download a model"))
+        self.title.setText(self.tr("<b>Downloading %1</b>").replace("%1", entry.display_name))
+        size = (
+            self.tr("about %1").replace("%1", human_bytes(entry.approx_bytes)) if entry.approx_bytes else ""
+        )
+        parts = [entry.source, self.tr("licence %1").replace("%1", entry.license), size]
+        self.source_label.setText(" · ".join(p for p in parts if p))
+        self.note.setText(
+            self.tr(
+                "Cancel keeps what has arrived: pressing Download again later continues from there. "
+                "The file is checked against the hub's SHA-256 before it is used."
+            )
+        )
+        self._begin(self.tr("Connecting to the Hugging Face hub…"))
+        self.task.download(entry.name)
+
+    def start_import(self, path: Path) -> None:
+        """Build (GGUF file, Hugging Face folder) or copy (model folder) ``path`` into the models folder."""
+        self.entry, self.source = None, Path(path)
+        self.setWindowTitle(self.tr("Import a model"))
+        self.title.setText(self.tr("<b>Importing %1</b>").replace("%1", self.source.name))
+        self.source_label.setText(str(self.source))
+        self.note.setText(
+            self.tr(
+                "A GGUF file or Hugging Face folder is converted once; a 0.5B model takes about a minute."
+            )
+        )
+        self._begin(self.tr("Reading…"))
+        self.task.import_path(self.source)
+
+    def retry(self) -> None:
+        """Start the same download or import again (a download resumes from its partial file)."""
+        if self.running:
+            return
+        if self.entry is not None:
+            self.start_download(self.entry)
+        elif self.source is not None:
+            self.start_import(self.source)
+
+    def _begin(self, stage: str) -> None:
+        self.running = True
+        self.model = None
+        self.error = None
+        self._close_when_stopped = False
+        self.stage.setText(stage)
+        self.bar.setRange(0, BAR_STEPS)
+        self.bar.setValue(0)
+        self.detail.setText("")
+        self.error_label.hide()
+        for button in (self.import_button, self.retry_button, self.use_button):
+            button.hide()
+        self.close_button.setText(self.tr("Cancel"))
+        self.close_button.setEnabled(True)
+
+    # ----------------------------------------------------------------- progress
+
+    def _on_download_progress(self, progress: DownloadProgress) -> None:
+        if not self.running:
+            return
+        total = max(progress.total, 1)
+        self.stage.setText(self.tr("Downloading…"))
+        self.bar.setValue(min(BAR_STEPS, progress.done * BAR_STEPS // total))
+        text = self.tr("%1 of %2").replace("%1", human_bytes(progress.done)).replace("%2", human_bytes(total))
+        if progress.speed > 0:
+            text += " · " + self.tr("%1/s").replace("%1", human_bytes(progress.speed))
+        if progress.eta is not None and progress.done < total:
+            text += " · " + self.tr("%1 left").replace("%1", human_seconds(progress.eta))
+        self.detail.setText(text)
+
+    def _on_build_progress(self, stage: str, done: int, total: int) -> None:
+        if not self.running:
+            return
+        self.stage.setText(self.tr("Building the model: %1").replace("%1", stage))
+        self.bar.setValue(min(BAR_STEPS, done * BAR_STEPS // max(total, 1)))
+        self.detail.setText(self.tr("step %1 of %2").replace("%1", str(done)).replace("%2", str(total)))
+
+    # ----------------------------------------------------------------- endings
+
+    def _ended(self) -> None:
+        self.running = False
+        self.close_button.setText(self.tr("Close"))
+        self.close_button.setEnabled(True)
+        if self._close_when_stopped:
+            self.done(QDialog.DialogCode.Rejected)
+
+    def _on_installed(self, model: InstalledModel) -> None:
+        self.model = model
+        self.stage.setText(self.tr("Installed"))
+        self.bar.setValue(BAR_STEPS)
+        self.detail.setText(
+            self.tr("%1 · %2 on disk · in %3")
+            .replace("%1", model.precision)
+            .replace("%2", human_bytes(model.bytes_on_disk))
+            .replace("%3", str(model.folder))
+        )
+        self.note.setText(self.tr("The model is ready. It is listed among the installed models."))
+        self.use_button.show()
+        self.use_button.setDefault(True)
+        self._ended()
+        emit(self.installed, model)
+
+    def _on_cancelled(self, message: str) -> None:
+        self.stage.setText(self.tr("Paused"))
+        kept = self.entry is not None
+        if kept:
+            self.note.setText(
+                self.tr(
+                    "What has arrived is kept in the models folder; Resume (or Download later) continues "
+                    "from there."
+                )
+            )
+            self.retry_button.setText(self.tr("Resume"))
+            self.retry_button.show()
+        else:
+            self.note.setText(self.tr("The import was cancelled; nothing was installed."))
+        self.detail.setText(message)
+        self._ended()
+
+    def _on_failed(self, kind: str, message: str) -> None:
+        self.error = (kind, message)
+        headlines = {
+            "offline": self.tr("The Hugging Face hub cannot be reached."),
+            "not_found": self.tr("This model was not found on the hub."),
+            "auth": self.tr("This model needs a Hugging Face login."),
+            "checksum": self.tr("The download arrived damaged and was deleted; nothing was installed."),
+            "disk": self.tr("Not enough disk space."),
+            "server": self.tr("The hub keeps answering with an error."),
+            "connection": self.tr("The connection keeps dropping; what arrived is kept."),
+        }
+        headline = headlines.get(kind, self.tr("The model could not be installed."))
+        if kind == "offline" and message == OFFLINE_MESSAGE:
+            detail = self.tr(
+                "Check your connection and try again, or import a model file you already have "
+                "(a GGUF file or a Hugging Face folder) with Import from disk…"
+            )
+        else:
+            detail = message
+        self.stage.setText(self.tr("Failed"))
+        self.error_label.setText(f"<b>{_escape(headline)}</b><br>{_escape(detail)}")
+        self.error_label.show()
+        self.import_button.setVisible(kind in ("offline", "not_found", "auth") and self.entry is not None)
+        if self.entry is not None and kind != "disk":
+            self.retry_button.setText(self.tr("Resume") if kind == "connection" else self.tr("Try again"))
+            self.retry_button.show()
+        self._ended()
+
+    # ----------------------------------------------------------------- buttons
+
+    def _on_use_clicked(self) -> None:
+        if self.model is not None:
+            emit(self.use_requested, self.model)
+        self.accept()
+
+    def _on_import_clicked(self) -> None:
+        self.reject()
+        emit(self.import_requested)
+
+    def cancel(self) -> None:
+        """Stop the running download or build; the dialog stays open and says what was kept."""
+        if self.running:
+            self.stage.setText(self.tr("Stopping…"))
+            self.close_button.setEnabled(False)
+            self.task.cancel()
+
+    def stop(self) -> None:
+        """Cancel a running job, join the thread and close at once (the owner is closing)."""
+        self.task.shutdown()
+        self.running = False
+        self._close_when_stopped = False
+        if self.isVisible():
+            super().done(QDialog.DialogCode.Rejected)
+
+    def reject(self) -> None:
+        """Cancel (first press, while running) or close."""
+        if self.running:
+            self.cancel()
+            return
+        super().reject()
+
+    def done(self, result: int) -> None:
+        """Close; a job still running is cancelled and its thread joined first."""
+        if self.running:
+            self._close_when_stopped = True
+            self.task.cancel()
+            return
+        self.task.shutdown()
+        super().done(result)
+
+    def closeEvent(self, event: object) -> None:  # noqa: N802 - Qt's name
+        """The window's close button: cancel first, close once the job has stopped."""
+        if self.running:
+            self._close_when_stopped = True
+            self.cancel()
+            event.ignore()  # type: ignore[attr-defined]
+            return
+        super().closeEvent(event)  # type: ignore[arg-type]
+
+
+def _escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

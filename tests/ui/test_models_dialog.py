@@ -1,0 +1,237 @@
+"""The models page and its download dialog, driven with pytest-qt against the local fake hub (tests/hubserver.py).
+
+Real widgets, real QThread, real registry and builder; the catalogue's real repository names are served by the
+fake hub with the tiny GGUF as content. ``QWEN_DESKTOP_HOME`` is a fresh folder per test (the ``home`` fixture).
+"""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import huggingface_hub
+import pytest
+from PySide6.QtWidgets import QAbstractButton, QFileDialog, QMessageBox, QTableWidget
+
+from qwen_desktop.models.catalog import find_entry, load_catalog
+from qwen_desktop.models.download import part_path
+from qwen_desktop.models.registry import DOWNLOADS, Registry
+from qwen_desktop.storage import paths
+from qwen_desktop.storage.settings import Settings
+from qwen_desktop.ui.download_dialog import BAR_STEPS
+from qwen_desktop.ui.models_dialog import ModelsDialog
+from tests.hubserver import HubServer, serve_catalog
+
+NAME = "qwen2.5-0.5b-instruct"
+ENTRY = find_entry(NAME)
+
+
+@pytest.fixture
+def hub(tiny_gguf, monkeypatch):
+    server = HubServer()
+    serve_catalog(server, tiny_gguf)
+    with server:
+        monkeypatch.setenv("HF_ENDPOINT", server.endpoint)
+        monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+        yield server
+    huggingface_hub.close_session()
+
+
+@pytest.fixture
+def open_dialog(qtbot, home):
+    def make(model_in_use: Path | None = None, settings: Settings | None = None) -> ModelsDialog:
+        dialog = ModelsDialog(settings or Settings(), home / "settings.json", model_in_use=model_in_use)
+        qtbot.addWidget(dialog)
+        dialog.show()
+        return dialog
+
+    return make
+
+
+def installed_names(dialog: ModelsDialog) -> list[str]:
+    table = dialog.installed_table
+    return [table.item(r, 1).data(0x0100) for r in range(table.rowCount())]  # Qt.UserRole
+
+
+def install_copy(tiny_model_dir: Path, name: str):
+    return Registry(paths.models_dir()).import_model(tiny_model_dir, name=name)
+
+
+def test_lists_installed_models_and_the_catalogue_without_touching_the_network(
+    open_dialog, hub, tiny_model_dir
+):
+    model = install_copy(tiny_model_dir, "tiny")
+    dialog = open_dialog(model_in_use=model.folder)
+
+    table = dialog.installed_table
+    assert table.rowCount() == 1
+    assert installed_names(dialog) == ["tiny"]
+    assert table.item(0, 0).text() == "★"  # the only model is the default
+    assert "(in use)" in table.item(0, 1).text()
+    assert table.item(0, 2).text() == model.precision
+    assert table.item(0, 5).text() == model.checksum[:12]
+    assert dialog.folder_label.text() == str(paths.models_dir())
+
+    catalog = load_catalog()
+    available = dialog.available_table
+    assert [available.item(r, 0).text() for r in range(available.rowCount())] == [
+        e.display_name for e in catalog
+    ]
+    assert available.item(0, 3).text() == ENTRY.license
+    assert dialog.download_button(NAME).text() == "Download"
+    assert hub.requests == []  # the catalogue is local data: nothing was asked of the hub
+
+    controls = dialog.findChildren(QAbstractButton) + dialog.findChildren(QTableWidget)
+    unnamed = [f"{type(w).__name__} {w.text() if hasattr(w, 'text') else ''}" for w in controls]
+    assert not [u for u, w in zip(unnamed, controls, strict=True) if not w.accessibleName()]
+
+
+def test_download_shows_progress_builds_registers_and_offers_use(open_dialog, qtbot, hub, tiny_gguf):
+    dialog = open_dialog()
+    assert installed_names(dialog) == []
+    bar_values: list[int] = []
+    events = []
+
+    def record(progress):
+        events.append(progress)
+        bar_values.append(pending.bar.value())
+
+    pending = dialog.download(NAME)
+    pending.task.download_progress.connect(record)
+    with qtbot.waitSignal(pending.installed, timeout=30000) as installed:
+        pass
+    model = installed.args[0]
+
+    size = tiny_gguf.stat().st_size
+    assert events and events[-1].done == events[-1].total == size
+    assert bar_values[-1] == BAR_STEPS  # the bar reached 100% before the build began
+    assert pending.stage.text() == "Installed" and pending.use_button.isVisible()
+    assert installed_names(dialog) == [NAME]
+    assert dialog.download_button(NAME).text() == "Installed"
+    assert not dialog.download_button(NAME).isEnabled()
+    assert any(r.method == "GET" and r.server == "cdn" for r in hub.requests)
+
+    pending.use_button.click()
+    assert dialog.result() == dialog.DialogCode.Accepted
+    assert dialog.result_settings().model_path == str(model.folder)
+
+
+def test_cancel_keeps_the_partial_file_and_download_again_resumes(open_dialog, qtbot, hub, tiny_gguf):
+    hub.rate = 150_000  # bytes/s: the tiny file takes ~3 s, time enough to cancel mid-way
+    dialog = open_dialog()
+    pending = dialog.download(NAME)
+
+    def cancel_midway(progress):
+        if progress.done >= 60_000:
+            pending.close_button.click()  # "Cancel"
+
+    pending.task.download_progress.connect(cancel_midway)
+    with qtbot.waitSignal(pending.task.cancelled, timeout=20000):
+        pass
+    part = part_path(paths.models_dir() / DOWNLOADS / NAME / ENTRY.files[0])
+    kept = part.stat().st_size
+    assert 60_000 <= kept < tiny_gguf.stat().st_size
+    assert pending.stage.text() == "Paused" and pending.retry_button.isVisible()
+    assert "continues from there" in pending.note.text()
+    assert installed_names(dialog) == []
+
+    pending.close_button.click()  # now "Close"
+    qtbot.waitUntil(lambda: not pending.isVisible())
+    button = dialog.download_button(NAME)
+    assert button.text().startswith("Resume")
+
+    hub.rate = None
+    button.click()
+    resumed = dialog.download_dialog
+    assert resumed is not None and resumed is not pending
+    with qtbot.waitSignal(resumed.installed, timeout=30000):
+        pass
+    assert hub.file_requests()[-1].range == f"bytes={kept}-"
+    assert installed_names(dialog) == [NAME]
+    assert not part.exists()
+
+
+def test_offline_says_so_and_offers_import(open_dialog, qtbot, home, monkeypatch, tiny_gguf):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{port}")  # nothing listens there
+    dialog = open_dialog()
+    pending = dialog.download(NAME)
+    with qtbot.waitSignal(pending.task.failed, timeout=20000) as failed:
+        pass
+    huggingface_hub.close_session()
+    assert failed.args[0] == "offline"
+    assert "The Hugging Face hub cannot be reached." in pending.error_label.text()
+    assert pending.import_button.isVisible()
+
+    # "Import from disk…" asks for a file and builds it, with build progress, into the installed list.
+    monkeypatch.setattr(QFileDialog, "getOpenFileName", lambda *a, **k: (str(tiny_gguf), ""))
+    pending.import_button.click()
+    importing = dialog.download_dialog
+    assert importing is not pending and importing.source == tiny_gguf
+    stages: list[str] = []
+    importing.task.build_progress.connect(lambda stage, done, total: stages.append(stage))
+    with qtbot.waitSignal(importing.installed, timeout=30000):
+        pass
+    assert stages and stages[-1] == "done"
+    assert installed_names(dialog) == ["tiny"]
+
+
+def test_set_default_and_delete_with_confirmation(open_dialog, monkeypatch, tiny_model_dir):
+    a = install_copy(tiny_model_dir, "a")
+    install_copy(tiny_model_dir, "b")
+    dialog = open_dialog(model_in_use=a.folder)
+    assert dialog.result_settings() == dialog.settings  # nothing changed yet
+
+    dialog.select("b")
+    dialog.default_button.click()
+    registry = Registry(paths.models_dir())
+    assert registry.get_default().name == "b"
+    assert dialog.installed_table.item(1, 0).text() == "★"
+    assert not dialog.default_button.isEnabled()
+    b_folder = registry.get("b").folder
+    assert dialog.result_settings().model_path == str(b_folder)  # the window switches to it on close
+
+    asked: list[str] = []
+
+    def answer(button):
+        def fake_exec(box):
+            asked.append(box.text())
+            return button
+
+        return fake_exec
+
+    # The model in use is refused, with the reason.
+    dialog.select("a")
+    monkeypatch.setattr(QMessageBox, "exec", answer(QMessageBox.StandardButton.Ok))
+    dialog.delete_button.click()
+    assert "is the model in use" in asked[-1]
+    assert installed_names(dialog) == ["a", "b"]
+
+    # "No" keeps the model; "Yes" deletes it and the default falls back to what is left.
+    dialog.select("b")
+    monkeypatch.setattr(QMessageBox, "exec", answer(QMessageBox.StandardButton.No))
+    dialog.delete_button.click()
+    assert asked[-1].startswith("Delete ") and str(b_folder) in asked[-1]
+    assert installed_names(dialog) == ["a", "b"]
+    monkeypatch.setattr(QMessageBox, "exec", answer(QMessageBox.StandardButton.Yes))
+    dialog.delete_button.click()
+    assert installed_names(dialog) == ["a"]
+    assert not b_folder.exists()
+    assert registry.get_default().name == "a"
+    assert dialog.result_settings() == dialog.settings  # "a" is in use already: no switch
+
+
+def test_change_folder_saves_the_setting_and_lists_the_new_folder(
+    open_dialog, home, tmp_path, tiny_model_dir
+):
+    install_copy(tiny_model_dir, "old")
+    dialog = open_dialog()
+    assert installed_names(dialog) == ["old"]
+    other = tmp_path / "elsewhere"
+    dialog.change_folder(other)
+    assert dialog.folder_label.text() == str(other)
+    assert installed_names(dialog) == []
+    assert '"models_dir": "' + str(other) in (home / "settings.json").read_text()
+    assert dialog.result_settings().models_dir == str(other)

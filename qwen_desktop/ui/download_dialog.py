@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 from PySide6.QtCore import QObject, Qt, QThread, Signal, Slot
+from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import (
     QDialog,
     QHBoxLayout,
@@ -178,16 +179,16 @@ class InstallTask(QObject):
     def __init__(self, models_dir: Path, catalog: list[CatalogEntry], parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.cancel_event = threading.Event()
-        self.thread = QThread(self)
-        self.thread.setObjectName("model-install")
+        self.install_thread = QThread(self)
+        self.install_thread.setObjectName("model-install")
         self.worker = InstallWorker(models_dir, catalog, self.cancel_event)
-        self.worker.moveToThread(self.thread)
+        self.worker.moveToThread(self.install_thread)
         self.request_download.connect(self.worker.download)
         self.request_import.connect(self.worker.import_path)
-        self.thread.finished.connect(self.worker.deleteLater)
+        self.install_thread.finished.connect(self.worker.deleteLater)
         for name in ("download_progress", "build_progress", "installed", "failed", "cancelled"):
             getattr(self.worker, name).connect(getattr(self, name), Qt.ConnectionType.QueuedConnection)
-        self.thread.start()
+        self.install_thread.start()
 
     def download(self, name: str) -> None:
         """Queue the download of catalogue model ``name``."""
@@ -205,11 +206,11 @@ class InstallTask(QObject):
 
     def shutdown(self, timeout_ms: int = 30000) -> bool:
         """Cancel what runs, stop the thread and wait for it. Returns False if it did not stop in time."""
-        if not self.thread.isRunning():
+        if not self.install_thread.isRunning():
             return True
         self.cancel()
-        self.thread.quit()
-        return bool(self.thread.wait(timeout_ms))
+        self.install_thread.quit()
+        return bool(self.install_thread.wait(timeout_ms))
 
 
 class DownloadDialog(QDialog):
@@ -246,6 +247,7 @@ class DownloadDialog(QDialog):
         self.model: InstalledModel | None = None
         self.error: tuple[str, str] | None = None
         self._close_when_stopped = False
+        self._last_progress: DownloadProgress | None = None
 
         self.setWindowTitle(self.tr("Download a model"))
         self.setAccessibleName(self.tr("Model download"))
@@ -272,6 +274,7 @@ class DownloadDialog(QDialog):
         layout.addWidget(self.bar)
         self.detail = QLabel()
         self.detail.setAccessibleName(self.tr("Bytes, speed and time left"))
+        self.detail.setWordWrap(True)
         layout.addWidget(self.detail)
         self.note = QLabel()
         self.note.setAccessibleName(self.tr("Note"))
@@ -283,7 +286,6 @@ class DownloadDialog(QDialog):
         self.error_label.setAccessibleName(self.tr("Problem"))
         self.error_label.setWordWrap(True)
         self.error_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.error_label.setStyleSheet("color: #cf222e;")
         self.error_label.hide()
         layout.addWidget(self.error_label)
 
@@ -363,6 +365,8 @@ class DownloadDialog(QDialog):
         self.bar.setRange(0, BAR_STEPS)
         self.bar.setValue(0)
         self.detail.setText("")
+        self.detail.setToolTip("")
+        self._last_progress = None
         self.error_label.hide()
         for button in (self.import_button, self.retry_button, self.use_button):
             button.hide()
@@ -374,6 +378,7 @@ class DownloadDialog(QDialog):
     def _on_download_progress(self, progress: DownloadProgress) -> None:
         if not self.running:
             return
+        self._last_progress = progress
         total = max(progress.total, 1)
         self.stage.setText(self.tr("Downloading…"))
         self.bar.setValue(min(BAR_STEPS, progress.done * BAR_STEPS // total))
@@ -430,7 +435,16 @@ class DownloadDialog(QDialog):
             self.retry_button.show()
         else:
             self.note.setText(self.tr("The import was cancelled; nothing was installed."))
-        self.detail.setText(message)
+        last = self._last_progress
+        if kept and last is not None:
+            self.detail.setText(
+                self.tr("Paused at %1 of %2.")
+                .replace("%1", human_bytes(last.done))
+                .replace("%2", human_bytes(last.total))
+            )
+        else:
+            self.detail.setText(self.tr("Stopped."))
+        self.detail.setToolTip(message)
         self._ended()
 
     def _on_failed(self, kind: str, message: str) -> None:
@@ -453,6 +467,12 @@ class DownloadDialog(QDialog):
         else:
             detail = message
         self.stage.setText(self.tr("Failed"))
+        if kind == "connection" or (kind == "server" and self._last_progress is not None):
+            self.note.setText(self.tr("What has arrived is kept; Resume continues from there."))
+        else:
+            self.note.setText("")
+        red = self.palette().color(QPalette.ColorRole.BrightText).name()  # the theme's error colour
+        self.error_label.setStyleSheet(f"color: {red};")
         self.error_label.setText(f"<b>{_escape(headline)}</b><br>{_escape(detail)}")
         self.error_label.show()
         self.import_button.setVisible(kind in ("offline", "not_found", "auth") and self.entry is not None)

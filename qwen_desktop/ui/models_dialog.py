@@ -53,6 +53,15 @@ def app_catalog() -> list[CatalogEntry]:
     return load_catalog(Path(path) if path else None)
 
 
+def _item(text: str, name: str, tip: str) -> QTableWidgetItem:
+    """A read-only table cell that knows which model it belongs to (``Qt.UserRole``)."""
+    item = QTableWidgetItem(text)
+    item.setData(Qt.ItemDataRole.UserRole, name)
+    if tip:
+        item.setToolTip(tip)
+    return item
+
+
 def _same_folder(a: Path | None, b: Path | None) -> bool:
     if a is None or b is None:
         return False
@@ -265,6 +274,14 @@ class ModelsDialog(QDialog):
             name = model.display_name
             if in_use:
                 name += " " + self.tr("(in use)")
+            tips = [
+                self.tr("The default: opened when the app starts") if model.is_default else "",
+                f"{model.name}\n{model.folder}",
+                "",
+                "",
+                model.source_text,
+                f"sha256 {model.checksum}",
+            ]
             cells = [
                 "★" if model.is_default else "",
                 name,
@@ -273,16 +290,9 @@ class ModelsDialog(QDialog):
                 model.source_text,
                 model.checksum[:12],
             ]
-            for column, text in enumerate(cells):
-                item = QTableWidgetItem(text)
-                item.setData(Qt.ItemDataRole.UserRole, model.name)
-                table.setItem(row, column, item)
-            default_item = table.item(row, 0)
-            default_item.setTextAlignment(Qt.AlignmentFlag.AlignCenter)
-            if model.is_default:
-                default_item.setToolTip(self.tr("The default: opened when the app starts"))
-            table.item(row, 1).setToolTip(f"{model.name}\n{model.folder}")
-            table.item(row, 5).setToolTip(f"sha256 {model.checksum}")
+            for column, (text, tip) in enumerate(zip(cells, tips, strict=True)):
+                table.setItem(row, column, _item(text, model.name, tip))
+            table.item(row, 0).setTextAlignment(Qt.AlignmentFlag.AlignCenter)  # type: ignore[union-attr]
             if model.name == keep:
                 table.selectRow(row)
         if keep is None and self.installed:
@@ -298,14 +308,10 @@ class ModelsDialog(QDialog):
         for row, entry in enumerate(self.catalog):
             size = f"~{human_bytes(entry.approx_bytes)}" if entry.approx_bytes else "?"
             about = entry.description or entry.source
-            for column, text in enumerate([entry.display_name, about, size, entry.license]):
-                item = QTableWidgetItem(text)
-                item.setData(Qt.ItemDataRole.UserRole, entry.name)
-                table.setItem(row, column, item)
-            table.item(row, 0).setToolTip(f"{entry.name}\n{entry.source}")
-            table.item(row, 1).setToolTip(about)
-            if entry.license_url:
-                table.item(row, 3).setToolTip(entry.license_url)
+            cells = [entry.display_name, about, size, entry.license]
+            tips = [f"{entry.name}\n{entry.source}", about, "", entry.license_url]
+            for column, (text, tip) in enumerate(zip(cells, tips, strict=True)):
+                table.setItem(row, column, _item(text, entry.name, tip))
             button = QPushButton()
             button.setProperty("model_name", entry.name)
             if entry.name in installed:

@@ -133,6 +133,7 @@ def test_cancel_keeps_the_partial_file_and_download_again_resumes(open_dialog, q
     assert 60_000 <= kept < tiny_gguf.stat().st_size
     assert pending.stage.text() == "Paused" and pending.retry_button.isVisible()
     assert "continues from there" in pending.note.text()
+    assert pending.detail.text().startswith("Paused at ")
     assert installed_names(dialog) == []
 
     pending.close_button.click()  # now "Close"

@@ -248,6 +248,7 @@ class DownloadDialog(QDialog):
         self.error: tuple[str, str] | None = None
         self._close_when_stopped = False
         self._last_progress: DownloadProgress | None = None
+        self._building = False
 
         self.setWindowTitle(self.tr("Download a model"))
         self.setAccessibleName(self.tr("Model download"))
@@ -367,6 +368,7 @@ class DownloadDialog(QDialog):
         self.detail.setText("")
         self.detail.setToolTip("")
         self._last_progress = None
+        self._building = False
         self.error_label.hide()
         for button in (self.import_button, self.retry_button, self.use_button):
             button.hide()
@@ -392,6 +394,7 @@ class DownloadDialog(QDialog):
     def _on_build_progress(self, stage: str, done: int, total: int) -> None:
         if not self.running:
             return
+        self._building = True
         self.stage.setText(self.tr("Building the model: %1").replace("%1", stage))
         self.bar.setValue(min(BAR_STEPS, done * BAR_STEPS // max(total, 1)))
         self.detail.setText(self.tr("step %1 of %2").replace("%1", str(done)).replace("%2", str(total)))
@@ -436,7 +439,11 @@ class DownloadDialog(QDialog):
         else:
             self.note.setText(self.tr("The import was cancelled; nothing was installed."))
         last = self._last_progress
-        if kept and last is not None:
+        if kept and self._building:
+            self.detail.setText(
+                self.tr("Stopped while building. The downloaded file is kept: Resume only builds it.")
+            )
+        elif kept and last is not None:
             self.detail.setText(
                 self.tr("Paused at %1 of %2.")
                 .replace("%1", human_bytes(last.done))

@@ -111,6 +111,8 @@ def test_download_shows_progress_builds_registers_and_offers_use(open_dialog, qt
     assert not dialog.download_button(NAME).isEnabled()
     assert any(r.method == "GET" and r.server == "cdn" for r in hub.requests)
 
+    assert all(b.accessibleName() for b in pending.findChildren(QAbstractButton))
+
     pending.use_button.click()
     assert dialog.result() == dialog.DialogCode.Accepted
     assert dialog.result_settings().model_path == str(model.folder)
@@ -236,3 +238,17 @@ def test_change_folder_saves_the_setting_and_lists_the_new_folder(
     assert installed_names(dialog) == []
     assert '"models_dir": "' + str(other) in (home / "settings.json").read_text()
     assert dialog.result_settings().models_dir == str(other)
+
+
+def test_closing_the_page_mid_download_cancels_joins_and_keeps_the_part(open_dialog, qtbot, hub):
+    hub.rate = 100_000
+    dialog = open_dialog()
+    pending = dialog.download(NAME)
+    with qtbot.waitSignal(
+        pending.task.download_progress, timeout=20000, check_params_cb=lambda p: p.done > 0
+    ):
+        pass
+    dialog.close()
+    assert not pending.task.install_thread.isRunning() and not pending.isVisible()
+    assert part_path(paths.models_dir() / DOWNLOADS / NAME / ENTRY.files[0]).stat().st_size > 0
+    assert Registry(paths.models_dir()).list_models() == []

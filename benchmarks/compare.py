@@ -122,12 +122,16 @@ def prepare_spec(args: argparse.Namespace) -> dict:
     }
 
 
-def run_one(name: str, cmd: list[str]) -> dict:
+def run_one(name: str, cmd: list[str], timeout: float) -> dict:
     """Run one runtime's process; its figures plus how busy the rest of the machine was meanwhile."""
     print(f"--- {name}: {shlex.join(cmd)}", file=sys.stderr, flush=True)
     before_children = resource.getrusage(resource.RUSAGE_CHILDREN)
     busy0, wall0 = _busy_seconds(), time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=REPO)
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=REPO, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        print(f"--- {name}: stopped after {timeout:.0f} s", file=sys.stderr)
+        return {"runtime": name, "error": f"did not finish in {timeout:.0f} s", "command": shlex.join(cmd)}
     wall = time.perf_counter() - wall0
     busy = _busy_seconds() - busy0
     after_children = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -319,6 +323,7 @@ def main() -> int:
     ap.add_argument("--out", default="docs/benchmarks.md")
     ap.add_argument("--json-out", help="also write every figure as JSON here")
     ap.add_argument("--peer-python", default=DEFAULT_PEER_PYTHON, help="Python of the peers' venv")
+    ap.add_argument("--timeout", type=float, default=1800, help="seconds one runtime may take")
     ap.add_argument("--skip", nargs="*", default=[], choices=["ours", "llama", "genai", "hf"])
     ap.add_argument(
         "--llama-no-extra-bufts",
@@ -363,7 +368,7 @@ def main() -> int:
         "versions": our_versions(),
         "load_start": load_average(),
     }
-    rows = [run_one(name, cmd) for name, cmd in plan if name not in args.skip]
+    rows = [run_one(name, cmd, args.timeout) for name, cmd in plan if name not in args.skip]
     info["load_end"] = load_average()
     Path(spec_path).unlink()
     write_markdown(Path(args.out), info, rows, spec, args)

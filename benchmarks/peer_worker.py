@@ -26,10 +26,14 @@ class Runtime:
     def versions(self) -> dict[str, str]:
         raise NotImplementedError
 
-    def start(self, ids: list[int], reuse: bool) -> int:
+    def prepare(self, ignore_eos: bool = False) -> None:
+        """Empty the KV cache for a new conversation (not timed)."""
+        raise NotImplementedError
+
+    def start(self, ids: list[int]) -> int:
         """Feed ``ids`` (the whole prompt) and return the first greedy token.
 
-        With ``reuse`` the cache keeps the longest prefix it already holds; otherwise it starts empty.
+        The cache keeps the longest prefix of ``ids`` it already holds and evaluates only the rest.
         """
         raise NotImplementedError
 
@@ -85,12 +89,16 @@ class LlamaCpp(Runtime):
 
         return {"llama-cpp-python": llama_cpp.__version__}
 
-    def start(self, ids: list[int], reuse: bool) -> int:
+    def prepare(self, ignore_eos: bool = False) -> None:
         if self._gen is not None:
             self._gen.close()
-        held = list(self.llm.input_ids[: self.llm.n_tokens]) if reuse else []
-        if not reuse:
-            self.llm.reset()
+            self._gen = None
+        self.llm.reset()
+
+    def start(self, ids: list[int]) -> int:
+        if self._gen is not None:
+            self._gen.close()  # what it evaluated stays in the cache
+        held = list(self.llm.input_ids[: self.llm.n_tokens])
         # generate() keeps the longest cached prefix itself (and re-evaluates one token if all match).
         self._reused = min(_common_prefix(held, ids), len(ids) - 1)
         self._gen = self.llm.generate(
@@ -127,24 +135,23 @@ class GenAI(Runtime):
 
         return {"onnxruntime-genai": self.og.__version__, "onnxruntime (genai's)": onnxruntime.__version__}
 
-    def _new_generator(self):
+    def prepare(self, ignore_eos: bool = False) -> None:
         params = self.og.GeneratorParams(self.model)
-        # min_length = max_length: EOS never ends the run early (decode is measured over a fixed length).
-        params.set_search_options(
-            do_sample=False, max_length=self.context, min_length=self.context, repetition_penalty=1.0
-        )
-        return self.og.Generator(self.model, params)
+        options = {"do_sample": False, "max_length": self.context, "repetition_penalty": 1.0}
+        if ignore_eos:  # min_length = max_length: EOS cannot end a fixed-length decode run early
+            options["min_length"] = self.context
+        params.set_search_options(**options)
+        self.gen = None
+        self.gen = self.og.Generator(self.model, params)
 
-    def start(self, ids: list[int], reuse: bool) -> int:
+    def start(self, ids: list[int]) -> int:
         self._reused = 0
-        if reuse and self.gen is not None:
-            held = list(self.gen.get_sequence(0))
+        held = list(self.gen.get_sequence(0))
+        if held:
             # The last token in the sequence was sampled but not yet run through the model: never keep it.
             keep = min(_common_prefix(held, ids), len(held) - 1, len(ids) - 1)
             self.gen.rewind_to(keep)
             self._reused = keep
-        else:
-            self.gen = self._new_generator()
         self.gen.append_tokens(ids[self._reused :])
         self.gen.generate_next_token()
         return int(self.gen.get_next_tokens()[0])
@@ -190,8 +197,12 @@ class Transformers(Runtime):
         self.last = token
         return token
 
-    def start(self, ids: list[int], reuse: bool) -> int:
-        keep = min(_common_prefix(self.held, ids), len(ids) - 1) if reuse and self.cache is not None else 0
+    def prepare(self, ignore_eos: bool = False) -> None:
+        self.cache = None
+        self.held = []
+
+    def start(self, ids: list[int]) -> int:
+        keep = min(_common_prefix(self.held, ids), len(ids) - 1) if self.cache is not None else 0
         if keep:
             self.cache.crop(keep - len(self.held))  # transformers 5: a negative count of tokens to drop
             self.held = self.held[:keep]
@@ -220,14 +231,16 @@ def render(template: str, messages: list[dict[str, str]]) -> str:
 
 
 def ttft(rt: Runtime, ids: list[int]) -> float:
+    rt.prepare()
     start = time.perf_counter()
-    rt.start(ids, reuse=False)
+    rt.start(ids)
     return time.perf_counter() - start
 
 
 def decode(rt: Runtime, ids: list[int], n: int) -> float:
     """Tokens/s over ``n`` greedy tokens, end-of-text ignored; timed from the first token like the app."""
-    rt.start(ids, reuse=False)
+    rt.prepare(ignore_eos=True)
+    rt.start(ids)
     first = time.perf_counter()
     for _ in range(n - 1):
         rt.step()
@@ -238,11 +251,12 @@ def turn6(rt: Runtime, spec: dict, encode, decode_text) -> tuple[float, int, int
     """TTFT of the sixth user turn after five answered turns (up to 48 tokens each) in one session."""
     stops = set(spec["stop_ids"])
     history = [{"role": "system", "content": spec["system_prompt"]}]
-    for i, question in enumerate(spec["turns"][:-1]):
+    rt.prepare()
+    for question in spec["turns"][:-1]:
         history.append({"role": "user", "content": question})
         ids = encode(render(spec["template"], history))
         out = []
-        token = rt.start(ids, reuse=i > 0)  # the first turn starts from an empty cache
+        token = rt.start(ids)
         while token not in stops and len(out) < spec["turn_tokens"]:
             out.append(token)
             if len(out) == spec["turn_tokens"]:
@@ -252,7 +266,7 @@ def turn6(rt: Runtime, spec: dict, encode, decode_text) -> tuple[float, int, int
     history.append({"role": "user", "content": spec["turns"][-1]})
     ids = encode(render(spec["template"], history))
     start = time.perf_counter()
-    rt.start(ids, reuse=True)
+    rt.start(ids)
     return time.perf_counter() - start, len(ids), rt.reused()
 
 
@@ -278,7 +292,8 @@ def main() -> None:
     rt = RUNTIMES[name](spec)
     load_s = time.perf_counter() - started
     started = time.perf_counter()
-    rt.start(spec["short_ids"], reuse=False)
+    rt.prepare()
+    rt.start(spec["short_ids"])
     for _ in range(3):
         rt.step()
     warmup_s = time.perf_counter() - started

@@ -117,6 +117,8 @@ class MessageView(QFrame):
     ) -> None:
         super().__init__(parent)
         self.message = message
+        self.branch = branch
+        self.can_regenerate = can_regenerate
         self.text = message.content
         self.colors = colors
         self.code_blocks: list[str] = []
@@ -266,21 +268,31 @@ class ChatView(QScrollArea):
         self, messages: list[Message], branches: dict[int, Branch], regenerable: set[int]
     ) -> None:
         """Show ``messages`` (a conversation path); ``regenerable`` are the answers that get a button."""
-        for view in self.views:
-            self._layout.removeWidget(view)
-            view.deleteLater()
-        self.views = []
+
+        # Views whose message, version arrows and buttons are unchanged are kept: sending a message in a
+        # long conversation adds two views instead of re-rendering them all.
+        def key_of(message: Message, branch: Branch | None, regenerate: bool) -> tuple[object, ...]:
+            return (message.id, message.status, message.updated_at, message.content, branch, regenerate)
+
+        old = {key_of(v.message, v.branch, v.can_regenerate): v for v in self.views}
+        views = []
         for message in messages:
             if message.role == "system":
                 continue
-            view = MessageView(
-                message, branches.get(message.id), self.colors, message.id in regenerable, self._inner
-            )
-            view.edit_requested.connect(self.edit_requested)
-            view.regenerate_requested.connect(self.regenerate_requested)
-            view.branch_requested.connect(self.branch_requested)
-            self._layout.insertWidget(self._layout.count() - 1, view)
-            self.views.append(view)
+            branch = branches.get(message.id)
+            view = old.pop(key_of(message, branch, message.id in regenerable), None)
+            if view is None:
+                view = MessageView(message, branch, self.colors, message.id in regenerable, self._inner)
+                view.edit_requested.connect(self.edit_requested)
+                view.regenerate_requested.connect(self.regenerate_requested)
+                view.branch_requested.connect(self.branch_requested)
+            views.append(view)
+        for view in old.values():
+            self._layout.removeWidget(view)
+            view.deleteLater()
+        for index, view in enumerate(views):
+            self._layout.insertWidget(index, view)
+        self.views = views
         self._follow = True
         QTimer.singleShot(0, self.scroll_to_end)
 

@@ -40,6 +40,7 @@ from qwen_desktop.storage.chats import DEFAULT_TITLE, ChatStore, Message, open_c
 from qwen_desktop.storage.errors import StorageError
 from qwen_desktop.storage.settings import Settings, load_settings, save_settings
 from qwen_desktop.ui.chat_view import Branch, ChatView
+from qwen_desktop.ui.markdown_render import render_markdown
 from qwen_desktop.ui.theme import apply_theme
 from qwen_desktop.ui.throttle import Throttle
 from qwen_desktop.worker import AnswerResult, EngineBridge, ModelInfo, emit
@@ -370,6 +371,7 @@ class MainWindow(QMainWindow):
         )
         self._update_controls()
         self.update_meter()
+        render_markdown("Warm `up`.\n\n```python\nx = 1\n```\n")  # build the parser before the first answer
         if self.settings.threads == 0 and self.settings.auto_threads is None:
             self.run_thread_sweep()
         emit(self.model_ready, info)
@@ -596,7 +598,9 @@ class MainWindow(QMainWindow):
 
     def _start_answer(self, parent_id: int) -> None:
         assert self.conversation_id is not None
-        path = self.store.switch_to(parent_id)
+        path = self.store.path(self.conversation_id)
+        if parent_id not in [m.id for m in path]:  # an older branch: show the one through parent_id
+            path = self.store.switch_to(parent_id)
         path = path[: [m.id for m in path].index(parent_id) + 1]
         messages = self.prompt_messages(path)
         answer = self.store.add_message(

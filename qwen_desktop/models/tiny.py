@@ -159,8 +159,13 @@ def write_gguf(
     architecture: str = "qwen2",
     chat_template: str | None = CHATML_TEMPLATE,
     with_tokenizer: bool = True,
+    raw: dict[str, tuple[np.ndarray, Any]] | None = None,
 ) -> Path:
-    """Write ``weights`` as a GGUF file; 2-D weights use ``matrix_type`` (F32, F16, BF16, Q8_0, Q5_0, Q4_0)."""
+    """Write ``weights`` as a GGUF file; 2-D weights use ``matrix_type`` (F32, F16, BF16, Q8_0, Q5_0, Q4_0).
+
+    ``raw`` maps a tensor name to (already encoded bytes, GGML type) for types the gguf package cannot
+    encode itself (the K-quants).
+    """
     import gguf
     from gguf import GGMLQuantizationType as T
 
@@ -191,7 +196,10 @@ def write_gguf(
     for name, arr in weights.items():
         if name == LM_HEAD and cfg.tie_word_embeddings:
             continue
-        if arr.ndim == 2 and qtype != T.F32:
+        if raw and name in raw:
+            data, kind = raw[name]
+            w.add_tensor(gguf_name(name), data, raw_dtype=kind)
+        elif arr.ndim == 2 and qtype != T.F32:
             data = gguf.quants.quantize(arr, qtype)
             w.add_tensor(gguf_name(name), data, raw_dtype=qtype)
         else:

@@ -54,41 +54,19 @@ def _k_quant_bytes(rows: int, cols: int, qtype: T, seed: int) -> np.ndarray:
 
 @pytest.mark.parametrize("kind", [T.Q4_K, T.Q5_K, T.Q6_K])
 def test_gguf_k_quant_types_are_read(tmp_path, tiny_tokenizer, kind):
-    import gguf
-
     from qwen_desktop.models.tiny import make_weights, tiny_config
 
     cfg = tiny_config(
         len(tiny_tokenizer[0]), hidden_size=256, intermediate_size=256, num_heads=4, num_kv_heads=2
     )
     weights = make_weights(cfg)
-    path = tmp_path / "k.gguf"
-    w = gguf.GGUFWriter(str(path), "qwen2")
-    w.add_block_count(cfg.num_layers)
-    w.add_context_length(cfg.max_context)
-    w.add_embedding_length(cfg.hidden_size)
-    w.add_feed_forward_length(cfg.intermediate_size)
-    w.add_head_count(cfg.num_heads)
-    w.add_head_count_kv(cfg.num_kv_heads)
-    tokens, types, merges = tiny_tokenizer
-    w.add_tokenizer_model("gpt2")
-    w.add_token_list(tokens)
-    w.add_token_types(types)
-    w.add_token_merges(merges)
-    expected = {}
-    from qwen_desktop.models.tiny import gguf_name
-
+    raw, expected = {}, {}
     for name, arr in weights.items():
         if name.endswith("down_proj.weight"):
-            raw = _k_quant_bytes(arr.shape[0], arr.shape[1], kind, seed=len(name))
-            w.add_tensor(gguf_name(name), raw, raw_dtype=kind)
-            expected[name] = quants.dequantize(raw, kind).reshape(arr.shape)
-        else:
-            w.add_tensor(gguf_name(name), arr)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+            data = _k_quant_bytes(arr.shape[0], arr.shape[1], kind, seed=len(name))
+            raw[name] = (data, kind)
+            expected[name] = quants.dequantize(data, kind).reshape(arr.shape)
+    path = write_gguf(tmp_path / "k.gguf", cfg, weights, tiny_tokenizer, raw=raw)
     src = GGUFSource(path)
     assert expected
     for name, want in expected.items():

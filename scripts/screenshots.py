@@ -237,7 +237,15 @@ def main() -> int:
                 )
             home = Path(tmp) / "zh"
             home.mkdir()
-            shoot(home, folder, "light", args.out / "chat-zh_CN.png", ZH_QUESTION, language="zh_CN", mid_tokens=60)
+            shoot(
+                home,
+                folder,
+                "light",
+                args.out / "chat-zh_CN.png",
+                ZH_QUESTION,
+                language="zh_CN",
+                mid_tokens=60,
+            )
             home = Path(tmp) / "welcome"
             home.mkdir()
             shoot_welcome(home, args.out / "welcome.png")

@@ -160,6 +160,10 @@ class MainWindow(QMainWindow):
         row.addWidget(self.rename_button)
         row.addWidget(self.delete_button)
         left_layout.addLayout(row)
+        self.models_button = QPushButton(self.tr("Models…"))
+        self.models_button.setAccessibleName(self.tr("Models"))
+        self.models_button.clicked.connect(self.open_models)
+        left_layout.addWidget(self.models_button)
         self.settings_button = QPushButton(self.tr("Settings…"))
         self.settings_button.setAccessibleName(self.tr("Settings"))
         self.settings_button.clicked.connect(self.open_settings)
@@ -263,7 +267,7 @@ class MainWindow(QMainWindow):
                 "To start, import a Qwen2.5 model you have on disk: a <b>GGUF file</b> (as used by LM Studio, "
                 "Ollama and llama.cpp) or a <b>Hugging Face folder</b> (config.json, *.safetensors, "
                 "tokenizer.json). It is converted once; a 0.5B model takes about a minute.<br><br>"
-                "Downloading models from inside the app arrives with the model manager."
+                "Or download one from the Models page (the only time the app uses the network)."
             )
         )
         text.setWordWrap(True)
@@ -272,9 +276,9 @@ class MainWindow(QMainWindow):
         layout.addWidget(text)
         row = QHBoxLayout()
         row.addStretch(1)
-        self.welcome_import = QPushButton(self.tr("Import a model…"))
-        self.welcome_import.setAccessibleName(self.tr("Import a model"))
-        self.welcome_import.clicked.connect(self.open_settings)
+        self.welcome_import = QPushButton(self.tr("Import or download a model…"))
+        self.welcome_import.setAccessibleName(self.tr("Open the models page"))
+        self.welcome_import.clicked.connect(self.open_models)
         row.addWidget(self.welcome_import)
         row.addStretch(1)
         layout.addLayout(row)
@@ -762,6 +766,19 @@ class MainWindow(QMainWindow):
         dialog = SettingsDialog(self.settings, self.installed_models(), self.bridge, self.models_dir(), self)
         if dialog.exec():
             self.apply_settings(dialog.result_settings())
+
+    def open_models(self) -> None:
+        """Open the models page (installed models, downloads, import) and switch to the model chosen there."""
+        from qwen_desktop.ui.models_dialog import ModelsDialog
+
+        in_use = self.model_info.folder if self.model_info is not None else None
+        dialog = ModelsDialog(self.settings, self.settings_file, model_in_use=in_use, parent=self)
+        dialog.exec()
+        new = dialog.result_settings()
+        if new != self.settings:
+            self.apply_settings(new)
+        elif self.model_info is None and self.load_error is None and self.configured_model() is not None:
+            self.load_configured_model()
 
     def models_dir(self) -> Path:
         """The models folder."""

@@ -163,7 +163,7 @@ class SettingsDialog(QDialog):
         self.import_button.setEnabled(bridge is not None)
         model_row.addWidget(self.import_button)
         form.addRow(self.tr("Model:"), model_row)
-        note = QLabel(self.tr("Downloading models arrives with the model manager."))
+        note = QLabel(self.tr("To download models, use the Models page."))
         note.setEnabled(False)
         form.addRow("", note)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import os
 
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QGuiApplication
@@ -349,3 +350,21 @@ def test_ui_stays_responsive_during_a_256_token_answer(settings_for, make_window
     )
     assert result.stats.generated_tokens == 256
     assert longest < 250
+
+
+def test_first_model_from_the_models_page_is_used_at_once(make_window, home, tiny_gguf, qtbot, monkeypatch):
+    from qwen_desktop.models.registry import Registry
+    from qwen_desktop.ui.models_dialog import ModelsDialog
+
+    window = make_window(wait_ready=False)
+    assert window.pages.currentWidget() is window.welcome
+    Registry(home / "models").import_model(tiny_gguf)  # as the page's Import would, on its own thread
+    monkeypatch.setattr(ModelsDialog, "exec", lambda dialog: 0)  # the user closes the page
+    with qtbot.waitSignal(window.model_ready, timeout=60000):
+        window.welcome_import.click()
+    assert window.pages.currentWidget() is window.chat_view
+    assert window.settings.model_path == str(home / "models" / "tiny")
+    # Threads are "Auto" on a first start: a short sweep picks the count, then the session is rebuilt.
+    qtbot.waitUntil(window.send_button.isEnabled, timeout=60000)
+    assert window.settings.auto_threads in range(1, (os.cpu_count() or 1) + 1)
+    assert window.bridge.engine.model.threads == window.settings.auto_threads

@@ -77,7 +77,8 @@ class ModelsDialog(QDialog):
     Args:
         settings: the app's settings (``models_dir`` says where models live).
         settings_file: where "Change folder…" saves the settings (None: the default settings file).
-        model_in_use: the folder of the model the app runs now; it cannot be deleted.
+        model_in_use: the folder of the model the app runs now (default: ``settings.model_path``); it cannot
+            be deleted.
         catalog: the catalogue to offer (default: :func:`app_catalog`).
         parent: the main window.
 
@@ -103,7 +104,9 @@ class ModelsDialog(QDialog):
         super().__init__(parent)
         self.settings = settings
         self.settings_file = settings_file
-        self.model_in_use = Path(model_in_use) if model_in_use else None
+        # While a model is still loading the window has no folder to pass: the settings' choice is the one.
+        in_use = model_in_use or settings.model_path
+        self.model_in_use = Path(in_use) if in_use else None
         self.chosen: InstalledModel | None = None
         self.download_dialog: DownloadDialog | None = None
         self.catalog_error: str | None = None

@@ -226,6 +226,18 @@ def test_set_default_and_delete_with_confirmation(open_dialog, monkeypatch, tiny
     assert dialog.result_settings() == dialog.settings  # "a" is in use already: no switch
 
 
+def test_the_settings_model_counts_as_in_use_while_it_loads(open_dialog, monkeypatch, tiny_model_dir):
+    a = install_copy(tiny_model_dir, "a")
+    install_copy(tiny_model_dir, "b")
+    Registry(paths.models_dir()).set_default("b")
+    dialog = open_dialog(settings=Settings(model_path=str(a.folder)))  # no folder from the window yet
+    assert dialog.result_settings() == dialog.settings  # no switch to the registry's default "b"
+    dialog.select("a")
+    monkeypatch.setattr(QMessageBox, "exec", lambda box: QMessageBox.StandardButton.Ok)
+    dialog.delete_button.click()
+    assert installed_names(dialog) == ["a", "b"]
+
+
 def test_change_folder_saves_the_setting_and_lists_the_new_folder(
     open_dialog, home, tmp_path, tiny_model_dir
 ):

@@ -124,6 +124,11 @@ class GapMeter:
     def longest_ms(self) -> float:
         return max((b - a for a, b in zip(self.ticks, self.ticks[1:], strict=False)), default=0.0) * 1000
 
+    def share_over(self, ms: float) -> float:
+        """The fraction of gaps longer than ``ms``."""
+        gaps = [b - a for a, b in zip(self.ticks, self.ticks[1:], strict=False)]
+        return sum(g * 1000 > ms for g in gaps) / max(len(gaps), 1)
+
 
 def shoot(
     home: Path,
@@ -192,6 +197,7 @@ def shoot(
     window.close()
     for translator in translators:
         QApplication.removeTranslator(translator)
+    print(f"  gaps over 50 ms: {100 * meter.share_over(50):.1f}% of {len(meter.ticks)} ticks", flush=True)
     return meter.longest_ms(), tokens[0], result.stats.decode_tps if result.stats else 0.0  # type: ignore[attr-defined]
 
 

@@ -181,6 +181,35 @@ def test_offline_says_so_and_offers_import(open_dialog, qtbot, home, monkeypatch
     assert installed_names(dialog) == ["tiny"]
 
 
+@pytest.mark.parametrize(
+    ("fault", "kind", "headline"),
+    [
+        ("gated", "auth", "needs a Hugging Face login"),
+        ("missing", "not_found", "was not found on the hub"),
+        ("corrupt", "checksum", "arrived damaged"),
+    ],
+)
+def test_hub_errors_are_told_in_one_clear_line(open_dialog, qtbot, hub, fault, kind, headline):
+    repo = hub.repos[ENTRY.repo]
+    if fault == "gated":
+        repo.gated = True
+    elif fault == "missing":
+        repo.files = {}
+    else:
+        hub.corrupt = True
+    dialog = open_dialog()
+    pending = dialog.download(NAME)
+    with qtbot.waitSignal(pending.task.failed, timeout=20000) as failed:
+        pass
+    assert failed.args[0] == kind
+    text = pending.error_label.text()
+    assert headline in text and ENTRY.repo in text
+    assert pending.stage.text() == "Failed" and pending.retry_button.isVisible()
+    assert installed_names(dialog) == []
+    if kind == "checksum":  # the damaged bytes are deleted, not kept for a resume
+        assert not part_path(paths.models_dir() / DOWNLOADS / NAME / ENTRY.files[0]).exists()
+
+
 def test_set_default_and_delete_with_confirmation(open_dialog, monkeypatch, tiny_model_dir):
     a = install_copy(tiny_model_dir, "a")
     install_copy(tiny_model_dir, "b")

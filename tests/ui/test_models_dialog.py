@@ -6,7 +6,9 @@ fake hub with the tiny GGUF as content. ``QWEN_DESKTOP_HOME`` is a fresh folder 
 
 from __future__ import annotations
 
+import shutil
 import socket
+from collections import namedtuple
 from pathlib import Path
 
 import huggingface_hub
@@ -22,6 +24,7 @@ from qwen_desktop.ui.download_dialog import BAR_STEPS
 from qwen_desktop.ui.models_dialog import ModelsDialog
 from tests.hubserver import HubServer, serve_catalog
 
+DiskUsage = namedtuple("DiskUsage", "total used free")
 NAME = "qwen2.5-0.5b-instruct"
 ENTRY = find_entry(NAME)
 
@@ -187,24 +190,28 @@ def test_offline_says_so_and_offers_import(open_dialog, qtbot, home, monkeypatch
         ("gated", "auth", "needs a Hugging Face login"),
         ("missing", "not_found", "was not found on the hub"),
         ("corrupt", "checksum", "arrived damaged"),
+        ("full", "disk", "Not enough disk space"),
     ],
 )
-def test_hub_errors_are_told_in_one_clear_line(open_dialog, qtbot, hub, fault, kind, headline):
+def test_hub_errors_are_told_in_one_clear_line(open_dialog, qtbot, hub, monkeypatch, fault, kind, headline):
     repo = hub.repos[ENTRY.repo]
     if fault == "gated":
         repo.gated = True
     elif fault == "missing":
         repo.files = {}
-    else:
+    elif fault == "corrupt":
         hub.corrupt = True
+    else:
+        monkeypatch.setattr(shutil, "disk_usage", lambda path: DiskUsage(10**12, 10**12, 1000))
     dialog = open_dialog()
     pending = dialog.download(NAME)
     with qtbot.waitSignal(pending.task.failed, timeout=20000) as failed:
         pass
     assert failed.args[0] == kind
     text = pending.error_label.text()
-    assert headline in text and ENTRY.repo in text
-    assert pending.stage.text() == "Failed" and pending.retry_button.isVisible()
+    assert headline in text and (ENTRY.files[0] in text or kind == "disk")
+    assert pending.stage.text() == "Failed"
+    assert pending.retry_button.isVisible() == (kind != "disk")
     assert installed_names(dialog) == []
     if kind == "checksum":  # the damaged bytes are deleted, not kept for a resume
         assert not part_path(paths.models_dir() / DOWNLOADS / NAME / ENTRY.files[0]).exists()

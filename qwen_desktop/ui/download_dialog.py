@@ -319,7 +319,7 @@ class DownloadDialog(QDialog):
         """Download, verify, build and register ``entry`` (resuming a partial download if one is kept)."""
         self.entry, self.source = entry, None
         self.setWindowTitle(self.tr("Download a model"))
-        self.title.setText(self.tr("<b>Downloading %1</b>").replace("%1", entry.display_name))
+        self.title.setText(self.tr("<b>Downloading %1</b>").replace("%1", _escape(entry.display_name)))
         size = (
             self.tr("about %1").replace("%1", human_bytes(entry.approx_bytes)) if entry.approx_bytes else ""
         )
@@ -338,7 +338,7 @@ class DownloadDialog(QDialog):
         """Build (GGUF file, Hugging Face folder) or copy (model folder) ``path`` into the models folder."""
         self.entry, self.source = None, Path(path)
         self.setWindowTitle(self.tr("Import a model"))
-        self.title.setText(self.tr("<b>Importing %1</b>").replace("%1", self.source.name))
+        self.title.setText(self.tr("<b>Importing %1</b>").replace("%1", _escape(self.source.name)))
         self.source_label.setText(str(self.source))
         self.note.setText(
             self.tr(
@@ -363,7 +363,7 @@ class DownloadDialog(QDialog):
         self.error = None
         self._close_when_stopped = False
         self.stage.setText(stage)
-        self.bar.setRange(0, BAR_STEPS)
+        self.bar.setRange(0, 0)  # busy until the first progress report says how far along it is
         self.bar.setValue(0)
         self.detail.setText("")
         self.detail.setToolTip("")
@@ -381,6 +381,7 @@ class DownloadDialog(QDialog):
         if not self.running:
             return
         self._last_progress = progress
+        self._steps()
         total = max(progress.total, 1)
         self.stage.setText(self.tr("Downloading…"))
         self.bar.setValue(min(BAR_STEPS, progress.done * BAR_STEPS // total))
@@ -395,13 +396,20 @@ class DownloadDialog(QDialog):
         if not self.running:
             return
         self._building = True
+        self._steps()
         self.stage.setText(self.tr("Building the model: %1").replace("%1", stage))
         self.bar.setValue(min(BAR_STEPS, done * BAR_STEPS // max(total, 1)))
         self.detail.setText(self.tr("step %1 of %2").replace("%1", str(done)).replace("%2", str(total)))
 
+    def _steps(self) -> None:
+        """Leave the busy indicator for a bar that counts steps."""
+        if self.bar.maximum() != BAR_STEPS:
+            self.bar.setRange(0, BAR_STEPS)
+
     # ----------------------------------------------------------------- endings
 
     def _ended(self) -> None:
+        self._steps()
         self.running = False
         self.close_button.setText(self.tr("Close"))
         self.close_button.setEnabled(True)
@@ -411,6 +419,7 @@ class DownloadDialog(QDialog):
     def _on_installed(self, model: InstalledModel) -> None:
         self.model = model
         self.stage.setText(self.tr("Installed"))
+        self._steps()
         self.bar.setValue(BAR_STEPS)
         self.detail.setText(
             self.tr("%1 · %2 on disk · in %3")

@@ -240,6 +240,8 @@ class SettingsDialog(QDialog):
         self._progress.setAccessibleName(self.tr("Import progress"))
         self._progress.setWindowModality(Qt.WindowModality.WindowModal)
         self._progress.setMinimumDuration(0)
+        self._progress.setValue(0)
+        self._progress.show()
         self._progress.canceled.connect(self.bridge.cancel)
         worker = self.bridge
         worker.import_progress.connect(self._on_progress)

@@ -368,3 +368,50 @@ def test_first_model_from_the_models_page_is_used_at_once(make_window, home, tin
     qtbot.waitUntil(window.send_button.isEnabled, timeout=60000)
     assert window.settings.auto_threads in range(1, (os.cpu_count() or 1) + 1)
     assert window.bridge.engine.model.threads == window.settings.auto_threads
+
+
+def test_settings_import_builds_the_model_with_progress_and_selects_it(ready_window, qtbot, tiny_gguf, home):
+    from qwen_desktop.ui.settings_dialog import SettingsDialog
+
+    window = ready_window
+    dialog = SettingsDialog(
+        window.settings, window.installed_models(), window.bridge, window.models_dir(), window
+    )
+    qtbot.addWidget(dialog)
+    steps = []
+    window.bridge.import_progress.connect(lambda stage, done, total: steps.append(stage))
+    with qtbot.waitSignal(dialog.model_imported, timeout=120000) as blocker:
+        dialog.start_import(tiny_gguf)
+        assert dialog._progress is not None and dialog._progress.isVisible()
+    model = blocker.args[0]
+    assert steps
+    assert dialog.model.currentData() == str(model.folder)
+    assert model.folder.parent == home / "models"
+    with qtbot.waitSignal(window.model_ready, timeout=60000) as ready:
+        window.apply_settings(dialog.result_settings())
+    assert ready.args[0].folder == model.folder
+
+
+def test_run_app_opens_the_window_and_exits_cleanly(home, tiny_model_dir, settings_for):
+    import subprocess
+    import sys
+
+    settings_for(model_path=str(tiny_model_dir))
+    code = (
+        "from PySide6.QtCore import QTimer\n"
+        "from PySide6.QtWidgets import QApplication\n"
+        "app = QApplication([])\n"
+        "def check():\n"
+        "    shown = [w.windowTitle() for w in app.topLevelWidgets() if w.isVisible()]\n"
+        "    print('shown:', shown, flush=True)\n"
+        "    app.closeAllWindows()\n"
+        "QTimer.singleShot(3000, check)\n"
+        "from qwen_desktop.ui.app import run_app\n"
+        "raise SystemExit(run_app())\n"
+    )
+    env = os.environ | {"QWEN_DESKTOP_HOME": str(home), "QT_QPA_PLATFORM": "offscreen"}
+    r = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120, check=False
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "shown: ['Qwen Desktop']" in r.stdout

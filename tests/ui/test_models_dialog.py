@@ -181,6 +181,7 @@ def test_offline_says_so_and_offers_import(open_dialog, qtbot, home, monkeypatch
     with qtbot.waitSignal(importing.installed, timeout=30000):
         pass
     assert stages and stages[-1] == "done"
+    assert importing.bar.value() == importing.bar.maximum() == BAR_STEPS
     assert installed_names(dialog) == ["tiny"]
 
 

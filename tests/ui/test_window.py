@@ -392,12 +392,22 @@ def test_settings_import_builds_the_model_with_progress_and_selects_it(ready_win
     assert ready.args[0].folder == model.folder
 
 
-def test_run_app_opens_the_window_and_exits_cleanly(home, tiny_model_dir, settings_for):
+def test_run_app_opens_the_window_offline_and_exits_cleanly(home, tiny_model_dir, settings_for):
     import subprocess
     import sys
 
     settings_for(model_path=str(tiny_model_dir))
     code = (
+        "import socket\n"
+        "calls = []\n"
+        "real_connect = socket.socket.connect\n"
+        "def connect(self, address):\n"
+        "    calls.append(address)\n"
+        "    return real_connect(self, address)\n"
+        "socket.socket.connect = connect\n"
+        "socket.socket.connect_ex = lambda self, address: calls.append(address) or 1\n"
+        "import atexit\n"
+        "atexit.register(lambda: print('network:', calls, flush=True))\n"
         "from PySide6.QtCore import QTimer\n"
         "from PySide6.QtWidgets import QApplication\n"
         "app = QApplication([])\n"
@@ -415,3 +425,4 @@ def test_run_app_opens_the_window_and_exits_cleanly(home, tiny_model_dir, settin
     )
     assert r.returncode == 0, r.stderr[-2000:]
     assert "shown: ['Qwen Desktop']" in r.stdout
+    assert "network: []" in r.stdout, "nothing may touch the network at start-up"

@@ -21,12 +21,14 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, Qt, QThread, Signal, Slot
 
-from qwen_desktop.engine.generate import Finished, GenerationStats, SamplingParams, TextPiece
 from qwen_desktop.storage.chats import ChatStore
+
+if TYPE_CHECKING:  # the engine (numpy, onnxruntime) loads on the worker thread, after the window is up
+    from qwen_desktop.engine.generate import GenerationStats, SamplingParams
 
 SAVE_INTERVAL = 1.0  # seconds between saves of a streaming answer: a killed process loses at most this much
 PIECE_INTERVAL = 0.016  # seconds: pieces arriving faster than a frame are sent to the window together
@@ -206,6 +208,8 @@ class EngineWorker(QObject):
     @Slot(object)
     def answer(self, job: AnswerJob) -> None:
         """Write an answer to ``job.messages``, emitting pieces, then ``finished``."""
+        from qwen_desktop.engine.generate import Finished, TextPiece
+
         emit(self.started, job.job_id)
         if self.engine is None:
             self._finish(AnswerResult(job.job_id, "error", "", error="No model is loaded."), job)

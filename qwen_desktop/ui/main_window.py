@@ -11,6 +11,7 @@ import os
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QGuiApplication, QKeyEvent, QKeySequence
@@ -34,7 +35,6 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from qwen_desktop.engine.generate import SamplingParams
 from qwen_desktop.storage import paths
 from qwen_desktop.storage.chats import DEFAULT_TITLE, ChatStore, Message, open_chat_store, title_from_text
 from qwen_desktop.storage.errors import StorageError
@@ -44,6 +44,9 @@ from qwen_desktop.ui.markdown_render import render_markdown
 from qwen_desktop.ui.theme import apply_theme
 from qwen_desktop.ui.throttle import Throttle
 from qwen_desktop.worker import AnswerResult, EngineBridge, ModelInfo, emit
+
+if TYPE_CHECKING:
+    from qwen_desktop.engine.generate import SamplingParams
 
 SENDABLE = ("complete", "cancelled", "interrupted")  # answers that go back to the model as history
 
@@ -556,6 +559,8 @@ class MainWindow(QMainWindow):
 
     def sampling(self) -> SamplingParams:
         """Sampling settings from the user's settings."""
+        from qwen_desktop.engine.generate import SamplingParams
+
         s = self.settings
         return SamplingParams(
             temperature=s.temperature,

@@ -127,6 +127,7 @@ class MainWindow(QMainWindow):
         for warning in (settings_warning, store_warning):
             if warning:
                 self.show_banner(warning)
+        QGuiApplication.styleHints().colorSchemeChanged.connect(self._on_color_scheme)
         self._meter_throttle = Throttle(self.update_meter, 250, self)
         self.composer.textChanged.connect(self._meter_throttle)
         self._update_controls()
@@ -820,6 +821,12 @@ class MainWindow(QMainWindow):
         elif self.load_error is not None and new.model_path:
             self.load_model(Path(new.model_path))
         self.update_meter()
+
+    def _on_color_scheme(self, _scheme: object) -> None:
+        """The system switched between light and dark: follow it when the theme is "system"."""
+        if self.settings.theme == "system" and not self._closing:
+            self.colors = apply_theme(QApplication.instance(), "system")  # type: ignore[arg-type]
+            self.chat_view.set_colors(self.colors)
 
     def _save_settings(self) -> None:
         try:

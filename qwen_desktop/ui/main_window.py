@@ -218,7 +218,9 @@ class MainWindow(QMainWindow):
         self.context_warning.hide()
         right_layout.addWidget(self.context_warning)
 
-        composer_row = QHBoxLayout()
+        self.composer_box = QWidget()
+        composer_row = QHBoxLayout(self.composer_box)
+        composer_row.setContentsMargins(0, 0, 0, 0)
         self.composer = Composer()
         self.composer.setAccessibleName(self.tr("Message"))
         self.composer.setPlaceholderText(self.tr("Ask anything — Enter sends, Shift+Enter adds a line"))
@@ -235,7 +237,11 @@ class MainWindow(QMainWindow):
         buttons.addWidget(self.send_button)
         buttons.addWidget(self.stop_button)
         composer_row.addLayout(buttons)
-        right_layout.addLayout(composer_row)
+        right_layout.addWidget(self.composer_box)
+        # The welcome page has nothing to send to: the message box shows with the conversation only.
+        self.pages.currentChanged.connect(
+            lambda _index: self.composer_box.setVisible(self.pages.currentWidget() is self.chat_view)
+        )
         splitter.addWidget(right)
         splitter.setStretchFactor(1, 1)
         splitter.setSizes([240, 860])

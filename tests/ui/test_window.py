@@ -265,6 +265,7 @@ def test_welcome_page_when_there_is_no_model(make_window, home):
     assert window.pages.currentWidget() is window.welcome
     assert "Import" in window.welcome_import.text()
     assert not window.send_button.isEnabled()
+    assert not window.composer.isVisible()
 
 
 def test_missing_model_shows_a_banner_and_chats_stay_readable(settings_for, make_window, home, qtbot):
@@ -363,6 +364,7 @@ def test_first_model_from_the_models_page_is_used_at_once(make_window, home, tin
     with qtbot.waitSignal(window.model_ready, timeout=60000):
         window.welcome_import.click()
     assert window.pages.currentWidget() is window.chat_view
+    assert window.composer.isVisible()
     assert window.settings.model_path == str(home / "models" / "tiny")
     # Threads are "Auto" on a first start: a short sweep picks the count, then the session is rebuilt.
     qtbot.waitUntil(window.send_button.isEnabled, timeout=60000)

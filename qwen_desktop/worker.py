@@ -388,22 +388,22 @@ class EngineBridge(QObject):
 
     def __init__(self, store: ChatStore | None = None, parent: QObject | None = None) -> None:
         super().__init__(parent)
-        self.thread = QThread(self)
-        self.thread.setObjectName("engine")
+        self.worker_thread = QThread(self)
+        self.worker_thread.setObjectName("engine")
         self.worker = EngineWorker(store)
-        self.worker.moveToThread(self.thread)
+        self.worker.moveToThread(self.worker_thread)
         self.request_load.connect(self.worker.load)
         self.request_answer.connect(self.worker.answer)
         self.request_reconfigure.connect(self.worker.reconfigure)
         self.request_sweep.connect(self.worker.sweep)
         self.request_import.connect(self.worker.import_model)
-        self.thread.finished.connect(self.worker.deleteLater)
+        self.worker_thread.finished.connect(self.worker.deleteLater)
         self._next_job = 0
         self.busy = False  # an answer is queued or running
         self.finished.connect(self._on_finished)
         for name in FORWARDED:
             getattr(self.worker, name).connect(getattr(self, name), Qt.ConnectionType.QueuedConnection)
-        self.thread.start()
+        self.worker_thread.start()
 
     @property
     def engine(self) -> Any:
@@ -443,9 +443,9 @@ class EngineBridge(QObject):
 
     def shutdown(self, timeout_ms: int = 30000) -> bool:
         """Cancel what runs, stop the thread and wait for it. Returns False if it did not stop in time."""
-        if not self.thread.isRunning():
+        if not self.worker_thread.isRunning():
             return True
         self.cancel()
-        self.thread.quit()
-        done = self.thread.wait(timeout_ms)
+        self.worker_thread.quit()
+        done = self.worker_thread.wait(timeout_ms)
         return bool(done)

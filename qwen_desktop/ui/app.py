@@ -33,7 +33,12 @@ def run_app(argv: list[str] | None = None) -> int:
     """Open the main window and run until it closes; returns the exit code."""
     from qwen_desktop.storage.settings import load_settings
 
-    app = QApplication.instance() or QApplication(argv if argv is not None else sys.argv)
+    existing = QApplication.instance()
+    app = (
+        existing
+        if isinstance(existing, QApplication)
+        else QApplication(argv if argv is not None else sys.argv)
+    )
     app.setApplicationName("Qwen Desktop")
     app.setOrganizationName("QwenDesktop")
     settings, _warning = load_settings()  # the window reads them again and shows any warning

@@ -170,10 +170,10 @@ class MessageView(QFrame):
         self.body.setAccessibleName(self.tr("Message text"))
         self.body.copy_code.connect(self._copy_code)
         outer.addWidget(self.body)
-        self._throttle = Throttle(self.render, RENDER_INTERVAL_MS, self, adaptive=True)
+        self._throttle = Throttle(self.refresh, RENDER_INTERVAL_MS, self, adaptive=True)
         self.render_count = 0
         self.set_status(message.status)
-        self.render()
+        self.refresh()
 
     def _tool(self, text: str, name: str) -> QToolButton:
         button = QToolButton(self)
@@ -197,7 +197,7 @@ class MessageView(QFrame):
         self.status_label.setText(f"<i>{text}</i>" if text else "")
         self.streaming = status == "streaming"
 
-    def render(self) -> None:
+    def refresh(self) -> None:
         """Re-render the text (Markdown for answers, plain text for the user's messages)."""
         self.render_count += 1
         if self.message.role == "user":
@@ -225,7 +225,7 @@ class MessageView(QFrame):
         self._throttle.cancel()
         self.text = text
         self.set_status(status, error)
-        self.render()
+        self.refresh()
 
     def copy_message(self) -> None:
         """Put the message's text (its Markdown source) on the clipboard."""
@@ -309,7 +309,7 @@ class ChatView(QScrollArea):
         self.colors = colors
         for view in self.views:
             view.colors = colors
-            view.render()
+            view.refresh()
 
     def plain_text(self) -> str:
         """All text on show, as the user sees it (tests and accessibility)."""

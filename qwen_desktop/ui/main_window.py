@@ -590,13 +590,13 @@ class MainWindow(QMainWindow):
             return
         if self.conversation_id is None:
             self.conversation_id = self.store.create_conversation(self.tr("New chat")).id
-        parent: object
+        parent: int | None
         if self.edit_target is not None:
             parent = self.edit_target.parent_id
         else:
             path = self.store.path(self.conversation_id)
             parent = path[-1].id if path else None
-        user = self.store.add_message(self.conversation_id, "user", text, parent_id=parent)  # type: ignore[arg-type]
+        user = self.store.add_message(self.conversation_id, "user", text, parent_id=parent)
         if self.store.get_conversation(self.conversation_id).title in (DEFAULT_TITLE, self.tr("New chat")):
             self.store.rename_conversation(self.conversation_id, title_from_text(text) or text[:40])
         self.composer.clear()

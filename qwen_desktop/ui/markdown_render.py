@@ -43,7 +43,7 @@ LIGHT = Colors("#1f2328", "#59636e", "#f3f4f6", "#d0d7de", "#0969da", "default")
 DARK = Colors("#e6edf3", "#9198a1", "#161b22", "#3d444d", "#58a6ff", "monokai")
 
 
-class _InertContent(Treeprocessor):
+class _InertContent(Treeprocessor):  # type: ignore[misc]  # markdown ships no type hints
     """Turns images into text and unsafe links into plain text."""
 
     def run(self, root: Element) -> None:
@@ -61,7 +61,7 @@ class _InertContent(Treeprocessor):
                     el.attrib.clear()
 
 
-class _SafeMarkdown(Extension):
+class _SafeMarkdown(Extension):  # type: ignore[misc]  # markdown ships no type hints
     """No raw HTML (it stays visible text), no images, no unsafe links."""
 
     def extendMarkdown(self, md: markdown.Markdown) -> None:  # noqa: N802 - Markdown's API name
@@ -107,7 +107,7 @@ def _highlight(code: str, language: str | None, colors: Colors) -> str:
         # No guessing: guess_lexer runs every lexer over the text, far too slow for 30 renders a second.
         lexer = TextLexer()
     formatter = HtmlFormatter(noclasses=True, nowrap=True, style=colors.pygments_style)
-    return highlight(code, lexer, formatter)
+    return str(highlight(code, lexer, formatter))
 
 
 def render_markdown(

@@ -28,7 +28,7 @@ from PySide6.QtWidgets import (
 from qwen_desktop.storage.settings import CONTEXT_MAX, CONTEXT_MIN, Settings
 from qwen_desktop.worker import EngineBridge, emit
 
-LANGUAGES = (("system", None), ("en", "English"), ("zh_CN", "简体中文"))
+LANGUAGES: tuple[tuple[str, str | None], ...] = (("system", None), ("en", "English"), ("zh_CN", "简体中文"))
 
 
 def physical_cores() -> int | None:
@@ -137,8 +137,8 @@ class SettingsDialog(QDialog):
         form.addRow(self.tr("Theme:"), self.theme)
 
         self.language = QComboBox()
-        for value, label in LANGUAGES:
-            self.language.addItem(label or self.tr("Same as the system"), value)
+        for code, name in LANGUAGES:
+            self.language.addItem(name or self.tr("Same as the system"), code)
         self.language.setCurrentIndex(max(0, self.language.findData(settings.language)))
         self.language.setAccessibleName(self.tr("Language (applies at the next start)"))
         form.addRow(self.tr("Language (next start):"), self.language)

@@ -190,7 +190,7 @@ def test_closing_during_an_answer_saves_the_partial_answer(
     message_id = window.streaming_id
     qtbot.waitUntil(lambda: window.chat_view.view_of(message_id).text != "", timeout=30000)
     window.close()
-    assert not window.bridge.thread.isRunning()
+    assert not window.bridge.worker_thread.isRunning()
     with ChatStore(home / "chats.sqlite3") as store:
         message = store.get_message(message_id)
     assert message.status == "cancelled"

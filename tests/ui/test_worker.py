@@ -120,7 +120,7 @@ def test_shutdown_joins_a_running_answer(qtbot, bridge):
     bridge.answer([{"role": "user", "content": "Go"}], SamplingParams(temperature=0.0, max_tokens=5000), None)
     assert started.wait(30)
     assert bridge.shutdown(10000)
-    assert not bridge.thread.isRunning()
+    assert not bridge.worker_thread.isRunning()
 
 
 def test_emitting_many_signals_leaves_true_alone(qapp):

@@ -95,7 +95,11 @@ class MainWindow(QMainWindow):
         self.settings_file = settings_file or paths.settings_path()
         self.settings, settings_warning = load_settings(self.settings_file)
         self.store: ChatStore
-        self.store, store_warning = open_chat_store(database)
+        try:
+            self.store, store_warning = open_chat_store(database)
+        except StorageError as exc:  # no permission, full disk, a newer schema: chat, but say it is not kept
+            self.store = ChatStore(":memory:")
+            store_warning = self.tr("Chats cannot be saved this time: %1").replace("%1", str(exc))
         self.bridge = EngineBridge(self.store, self)
         self.model_info: ModelInfo | None = None
         self.conversation_id: int | None = None
@@ -357,7 +361,8 @@ class MainWindow(QMainWindow):
         """Load ``folder`` (on the worker thread)."""
         self.model_info = None
         self.load_error = None
-        self.banner.hide()
+        if self.banner_settings.isVisibleTo(self.banner):  # a model problem: this load may fix it
+            self.banner.hide()
         self.pages.setCurrentWidget(self.chat_view)
         self.status_label.setText(self.tr("Loading model…"))
         self._update_controls()

@@ -428,3 +428,18 @@ def test_run_app_opens_the_window_offline_and_exits_cleanly(home, tiny_model_dir
     assert r.returncode == 0, r.stderr[-2000:]
     assert "shown: ['Qwen Desktop']" in r.stdout
     assert "network: []" in r.stdout, "nothing may touch the network at start-up"
+
+
+def test_an_unusable_database_still_opens_the_window(settings_for, make_window, home, tiny_model_dir, qtbot):
+    import sqlite3
+
+    conn = sqlite3.connect(home / "chats.sqlite3")
+    conn.execute("PRAGMA user_version = 999")  # written by a newer version of the app
+    conn.commit()
+    conn.close()
+    settings_for(model_path=str(tiny_model_dir))
+    window = make_window()
+    assert window.banner.isVisible()
+    assert "newer version" in window.banner_label.text()
+    result = send(qtbot, window, "Does chatting still work?")
+    assert result.reason in ("stop", "length")

@@ -68,8 +68,8 @@
     </message>
     <message>
         <location filename="../ui/download_dialog.py" line="299" />
-        <location filename="../ui/download_dialog.py" line="437" />
-        <location filename="../ui/download_dialog.py" line="487" />
+        <location filename="../ui/download_dialog.py" line="446" />
+        <location filename="../ui/download_dialog.py" line="496" />
         <source>Resume</source>
         <translation>继续</translation>
     </message>
@@ -145,147 +145,147 @@
         <translation>正在读取…</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="385" />
+        <location filename="../ui/download_dialog.py" line="386" />
         <source>Downloading…</source>
         <translation>正在下载…</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="387" />
+        <location filename="../ui/download_dialog.py" line="388" />
         <source>%1 of %2</source>
         <translation>%1 / %2</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="389" />
+        <location filename="../ui/download_dialog.py" line="390" />
         <source>%1/s</source>
         <translation>%1/秒</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="391" />
+        <location filename="../ui/download_dialog.py" line="392" />
         <source>%1 left</source>
         <translation>剩余 %1</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="398" />
+        <location filename="../ui/download_dialog.py" line="400" />
         <source>Building the model: %1</source>
         <translation>正在构建模型：%1</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="400" />
+        <location filename="../ui/download_dialog.py" line="402" />
         <source>step %1 of %2</source>
         <translation>第 %1 步，共 %2 步</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="406" />
+        <location filename="../ui/download_dialog.py" line="414" />
         <source>Close</source>
         <translation>关闭</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="413" />
+        <location filename="../ui/download_dialog.py" line="421" />
         <source>Installed</source>
         <translation>已安装</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="416" />
+        <location filename="../ui/download_dialog.py" line="425" />
         <source>%1 · %2 on disk · in %3</source>
         <translation>%1 · 占用 %2 · 位于 %3</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="421" />
+        <location filename="../ui/download_dialog.py" line="430" />
         <source>The model is ready. It is listed among the installed models.</source>
         <translation>模型已就绪，已列在已安装的模型中。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="428" />
+        <location filename="../ui/download_dialog.py" line="437" />
         <source>Paused</source>
         <translation>已暂停</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="433" />
+        <location filename="../ui/download_dialog.py" line="442" />
         <source>What has arrived is kept in the models folder; Resume (or Download later) continues from there.</source>
         <translation>已下载的部分保留在模型文件夹中；点击“继续”（或之后再下载）会从那里继续。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="440" />
+        <location filename="../ui/download_dialog.py" line="449" />
         <source>The import was cancelled; nothing was installed.</source>
         <translation>导入已取消，未安装任何内容。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="444" />
+        <location filename="../ui/download_dialog.py" line="453" />
         <source>Stopped while building. The downloaded file is kept: Resume only builds it.</source>
         <translation>在构建时停止。已下载的文件会保留：“继续”只需重新构建。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="448" />
+        <location filename="../ui/download_dialog.py" line="457" />
         <source>Paused at %1 of %2.</source>
         <translation>暂停于 %1 / %2。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="453" />
+        <location filename="../ui/download_dialog.py" line="462" />
         <source>Stopped.</source>
         <translation>已停止。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="460" />
+        <location filename="../ui/download_dialog.py" line="469" />
         <source>The Hugging Face hub cannot be reached.</source>
         <translation>无法连接 Hugging Face 模型库。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="461" />
+        <location filename="../ui/download_dialog.py" line="470" />
         <source>This model was not found on the hub.</source>
         <translation>模型库中找不到此模型。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="462" />
+        <location filename="../ui/download_dialog.py" line="471" />
         <source>This model needs a Hugging Face login.</source>
         <translation>此模型需要登录 Hugging Face。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="463" />
+        <location filename="../ui/download_dialog.py" line="472" />
         <source>The download arrived damaged and was deleted; nothing was installed.</source>
         <translation>下载的文件已损坏并被删除，未安装任何内容。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="464" />
+        <location filename="../ui/download_dialog.py" line="473" />
         <source>Not enough disk space.</source>
         <translation>磁盘空间不足。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="465" />
+        <location filename="../ui/download_dialog.py" line="474" />
         <source>The hub keeps answering with an error.</source>
         <translation>模型库持续返回错误。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="466" />
+        <location filename="../ui/download_dialog.py" line="475" />
         <source>The connection keeps dropping; what arrived is kept.</source>
         <translation>连接不断中断；已下载的部分会保留。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="468" />
+        <location filename="../ui/download_dialog.py" line="477" />
         <source>The model could not be installed.</source>
         <translation>无法安装模型。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="471" />
+        <location filename="../ui/download_dialog.py" line="480" />
         <source>Check your connection and try again, or import a model file you already have (a GGUF file or a Hugging Face folder) with Import from disk…</source>
         <translation>请检查网络连接后重试，或通过“从磁盘导入…”导入已有的模型文件（GGUF 文件或 Hugging Face 文件夹）。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="476" />
+        <location filename="../ui/download_dialog.py" line="485" />
         <source>Failed</source>
         <translation>失败</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="478" />
+        <location filename="../ui/download_dialog.py" line="487" />
         <source>What has arrived is kept; Resume continues from there.</source>
         <translation>已下载的部分会保留；“继续”会从那里继续。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="487" />
+        <location filename="../ui/download_dialog.py" line="496" />
         <source>Try again</source>
         <translation>重试</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="505" />
+        <location filename="../ui/download_dialog.py" line="514" />
         <source>Stopping…</source>
         <translation>正在停止…</translation>
     </message>
@@ -293,313 +293,318 @@
 <context>
     <name>MainWindow</name>
     <message>
-        <location filename="../ui/main_window.py" line="111" />
+        <location filename="../ui/main_window.py" line="118" />
         <source>Qwen Desktop</source>
         <translation>Qwen 桌面版</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="145" />
-        <location filename="../ui/main_window.py" line="146" />
-        <location filename="../ui/main_window.py" line="297" />
-        <location filename="../ui/main_window.py" line="467" />
-        <location filename="../ui/main_window.py" line="580" />
-        <location filename="../ui/main_window.py" line="588" />
+        <location filename="../ui/main_window.py" line="153" />
+        <location filename="../ui/main_window.py" line="154" />
+        <location filename="../ui/main_window.py" line="311" />
+        <location filename="../ui/main_window.py" line="482" />
+        <location filename="../ui/main_window.py" line="597" />
+        <location filename="../ui/main_window.py" line="605" />
         <source>New chat</source>
         <translation>新对话</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="150" />
+        <location filename="../ui/main_window.py" line="158" />
         <source>Conversations</source>
         <translation>对话列表</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="154" />
-        <location filename="../ui/main_window.py" line="476" />
+        <location filename="../ui/main_window.py" line="162" />
+        <location filename="../ui/main_window.py" line="491" />
         <source>Rename</source>
         <translation>重命名</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="155" />
+        <location filename="../ui/main_window.py" line="163" />
         <source>Rename conversation</source>
         <translation>重命名对话</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="157" />
+        <location filename="../ui/main_window.py" line="165" />
         <source>Delete</source>
         <translation>删除</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="158" />
-        <location filename="../ui/main_window.py" line="489" />
+        <location filename="../ui/main_window.py" line="166" />
+        <location filename="../ui/main_window.py" line="504" />
         <source>Delete conversation</source>
         <translation>删除对话</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="163" />
+        <location filename="../ui/main_window.py" line="171" />
         <source>Models…</source>
         <translation>模型…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="164" />
+        <location filename="../ui/main_window.py" line="172" />
         <source>Models</source>
         <translation>模型</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="167" />
+        <location filename="../ui/main_window.py" line="175" />
         <source>Settings…</source>
         <translation>设置…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="168" />
-        <location filename="../ui/main_window.py" line="300" />
+        <location filename="../ui/main_window.py" line="176" />
+        <location filename="../ui/main_window.py" line="314" />
         <source>Settings</source>
         <translation>设置</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="181" />
+        <location filename="../ui/main_window.py" line="189" />
         <source>Problem</source>
         <translation>问题</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="184" />
+        <location filename="../ui/main_window.py" line="192" />
         <source>Choose a model…</source>
         <translation>选择模型…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="185" />
+        <location filename="../ui/main_window.py" line="193" />
         <source>Choose a model</source>
         <translation>选择模型</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="188" />
+        <location filename="../ui/main_window.py" line="196" />
         <source>Dismiss</source>
         <translation>关闭</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="189" />
+        <location filename="../ui/main_window.py" line="197" />
         <source>Dismiss the message</source>
         <translation>关闭此提示</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="207" />
+        <location filename="../ui/main_window.py" line="215" />
         <source>Editing notice</source>
         <translation>编辑提示</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="212" />
+        <location filename="../ui/main_window.py" line="220" />
         <source>Context warning</source>
         <translation>上下文警告</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="219" />
+        <location filename="../ui/main_window.py" line="229" />
         <source>Message</source>
         <translation>消息</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="220" />
+        <location filename="../ui/main_window.py" line="230" />
         <source>Ask anything — Enter sends, Shift+Enter adds a line</source>
         <translation>随便问——回车发送，Shift+回车换行</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="225" />
+        <location filename="../ui/main_window.py" line="235" />
         <source>Send</source>
         <translation>发送</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="226" />
+        <location filename="../ui/main_window.py" line="236" />
         <source>Send message</source>
         <translation>发送消息</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="228" />
-        <location filename="../ui/main_window.py" line="299" />
+        <location filename="../ui/main_window.py" line="238" />
+        <location filename="../ui/main_window.py" line="313" />
         <source>Stop</source>
         <translation>停止</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="229" />
+        <location filename="../ui/main_window.py" line="239" />
         <source>Stop the answer</source>
         <translation>停止回答</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="240" />
+        <location filename="../ui/main_window.py" line="254" />
         <source>Starting…</source>
         <translation>正在启动…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="241" />
+        <location filename="../ui/main_window.py" line="255" />
         <source>Status</source>
         <translation>状态</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="246" />
+        <location filename="../ui/main_window.py" line="260" />
         <source>Answer speed</source>
         <translation>回答速度</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="249" />
+        <location filename="../ui/main_window.py" line="263" />
         <source>Context used</source>
         <translation>已用上下文</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="252" />
-        <location filename="../ui/main_window.py" line="718" />
+        <location filename="../ui/main_window.py" line="266" />
+        <location filename="../ui/main_window.py" line="735" />
         <source>context: –</source>
         <translation>上下文：–</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="261" />
+        <location filename="../ui/main_window.py" line="275" />
         <source>&lt;h2&gt;Welcome to Qwen Desktop&lt;/h2&gt;</source>
         <translation>&lt;h2&gt;欢迎使用 Qwen 桌面版&lt;/h2&gt;</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="266" />
+        <location filename="../ui/main_window.py" line="280" />
         <source>Qwen Desktop answers with a language model that runs on this computer; nothing leaves it.&lt;br&gt;To start, import a Qwen2.5 model you have on disk: a &lt;b&gt;GGUF file&lt;/b&gt; (as used by LM Studio, Ollama and llama.cpp) or a &lt;b&gt;Hugging Face folder&lt;/b&gt; (config.json, *.safetensors, tokenizer.json). It is converted once; a 0.5B model takes about a minute.&lt;br&gt;&lt;br&gt;Or download one from the Models page (the only time the app uses the network).</source>
         <translation>Qwen 桌面版使用在这台电脑上运行的语言模型回答问题，任何内容都不会离开本机。&lt;br&gt;开始之前，请导入磁盘上已有的 Qwen2.5 模型：&lt;b&gt;GGUF 文件&lt;/b&gt;（LM Studio、Ollama 和 llama.cpp 使用的格式）或 &lt;b&gt;Hugging Face 文件夹&lt;/b&gt;（config.json、*.safetensors、tokenizer.json）。模型只需转换一次，0.5B 模型大约需要一分钟。&lt;br&gt;&lt;br&gt;也可以在“模型”页面下载（这是应用唯一使用网络的地方）。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="279" />
+        <location filename="../ui/main_window.py" line="293" />
         <source>Import or download a model…</source>
         <translation>导入或下载模型…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="280" />
+        <location filename="../ui/main_window.py" line="294" />
         <source>Open the models page</source>
         <translation>打开模型页面</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="275" />
+        <location filename="../ui/main_window.py" line="289" />
         <source>Welcome text</source>
         <translation>欢迎说明</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="298" />
+        <location filename="../ui/main_window.py" line="102" />
+        <source>Chats cannot be saved this time: %1</source>
+        <translation>本次无法保存对话：%1</translation>
+    </message>
+    <message>
+        <location filename="../ui/main_window.py" line="312" />
         <source>Focus the message box</source>
         <translation>转到输入框</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="301" />
+        <location filename="../ui/main_window.py" line="315" />
         <source>Copy the last answer</source>
         <translation>复制最后一条回答</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="341" />
+        <location filename="../ui/main_window.py" line="355" />
         <source>No model yet</source>
         <translation>尚无模型</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="352" />
-        <location filename="../ui/main_window.py" line="361" />
+        <location filename="../ui/main_window.py" line="367" />
+        <location filename="../ui/main_window.py" line="376" />
         <source>Loading model…</source>
         <translation>正在加载模型…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="360" />
+        <location filename="../ui/main_window.py" line="375" />
         <source>Reading model folder…</source>
         <translation>正在读取模型文件夹…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="362" />
+        <location filename="../ui/main_window.py" line="377" />
         <source>Warming up…</source>
         <translation>正在预热…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="371" />
+        <location filename="../ui/main_window.py" line="386" />
         <source>Ready — %1, %2 threads — warm-up %3 s</source>
         <translation>就绪 — %1，%2 个线程 — 预热 %3 秒</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="388" />
+        <location filename="../ui/main_window.py" line="403" />
         <source>The model could not be loaded: %1</source>
         <translation>无法加载模型：%1</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="389" />
+        <location filename="../ui/main_window.py" line="404" />
         <source>No model loaded</source>
         <translation>未加载模型</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="400" />
+        <location filename="../ui/main_window.py" line="415" />
         <source>Measuring the best thread count…</source>
         <translation>正在测量最佳线程数…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="406" />
+        <location filename="../ui/main_window.py" line="421" />
         <source>Measuring the best thread count… %1/%2</source>
         <translation>正在测量最佳线程数… %1/%2</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="423" />
+        <location filename="../ui/main_window.py" line="438" />
         <source>Rebuilding the session with %1 threads…</source>
         <translation>正在以 %1 个线程重建会话…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="476" />
+        <location filename="../ui/main_window.py" line="491" />
         <source>Title:</source>
         <translation>标题：</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="490" />
+        <location filename="../ui/main_window.py" line="505" />
         <source>Delete “%1” and all its messages? This cannot be undone.</source>
         <translation>删除“%1”及其全部消息？此操作无法撤销。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="615" />
+        <location filename="../ui/main_window.py" line="632" />
         <source>waiting for the first token…</source>
         <translation>等待第一个词元…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="633" />
+        <location filename="../ui/main_window.py" line="650" />
         <source>first token %1 s</source>
         <translation>首个词元 %1 秒</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="647" />
+        <location filename="../ui/main_window.py" line="664" />
         <source>first token %1 s · %2 tokens/s</source>
         <translation>首个词元 %1 秒 · %2 词元/秒</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="661" />
+        <location filename="../ui/main_window.py" line="678" />
         <source>first token %1 s · %2 tokens/s · %3 tokens</source>
         <translation>首个词元 %1 秒 · %2 词元/秒 · %3 个词元</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="674" />
+        <location filename="../ui/main_window.py" line="691" />
         <source>The answer failed: %1</source>
         <translation>回答失败：%1</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="689" />
+        <location filename="../ui/main_window.py" line="706" />
         <source>Editing an earlier message. Sending starts a new version of the conversation from here; the old version is kept (use ‹ › on the message to switch). Esc cancels.</source>
         <translation>正在编辑之前的消息。发送后将从这里开始对话的新版本；旧版本会保留（用消息上的 ‹ › 切换）。按 Esc 取消。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="706" />
+        <location filename="../ui/main_window.py" line="723" />
         <source>Answer copied</source>
         <translation>已复制回答</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="739" />
+        <location filename="../ui/main_window.py" line="756" />
         <source>%1 / %2 tokens</source>
         <translation>%1 / %2 词元</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="742" />
+        <location filename="../ui/main_window.py" line="759" />
         <source>System prompt: %1 · history: %2 · room for the reply: %3</source>
         <translation>系统提示：%1 · 历史：%2 · 回答空间：%3</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="750" />
+        <location filename="../ui/main_window.py" line="767" />
         <source>Sending this pushes the %1 oldest message(s) out of the context: the model will not see them.</source>
         <translation>发送后，最早的 %1 条消息将被移出上下文，模型将看不到它们。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="753" />
+        <location filename="../ui/main_window.py" line="770" />
         <source>A message is too long for the context and will be shortened in the middle.</source>
         <translation>有一条消息超出上下文长度，将从中间截短。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="813" />
+        <location filename="../ui/main_window.py" line="830" />
         <source>Applying settings…</source>
         <translation>正在应用设置…</translation>
     </message>
@@ -705,286 +710,286 @@
 <context>
     <name>ModelsDialog</name>
     <message>
-        <location filename="../ui/models_dialog.py" line="118" />
-        <location filename="../ui/models_dialog.py" line="119" />
+        <location filename="../ui/models_dialog.py" line="121" />
+        <location filename="../ui/models_dialog.py" line="122" />
         <source>Models</source>
         <translation>模型</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="126" />
+        <location filename="../ui/models_dialog.py" line="129" />
         <source>Models folder:</source>
         <translation>模型文件夹：</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="128" />
+        <location filename="../ui/models_dialog.py" line="131" />
         <source>Models folder</source>
         <translation>模型文件夹</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="131" />
+        <location filename="../ui/models_dialog.py" line="134" />
         <source>Open folder</source>
         <translation>打开文件夹</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="132" />
+        <location filename="../ui/models_dialog.py" line="135" />
         <source>Open the models folder</source>
         <translation>打开模型文件夹</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="135" />
+        <location filename="../ui/models_dialog.py" line="138" />
         <source>Change folder…</source>
         <translation>更改文件夹…</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="136" />
+        <location filename="../ui/models_dialog.py" line="139" />
         <source>Change where models are stored</source>
         <translation>更改模型的存储位置</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="141" />
+        <location filename="../ui/models_dialog.py" line="144" />
         <source>Free disk space</source>
         <translation>可用磁盘空间</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="145" />
-        <location filename="../ui/models_dialog.py" line="318" />
+        <location filename="../ui/models_dialog.py" line="148" />
+        <location filename="../ui/models_dialog.py" line="321" />
         <source>Installed</source>
         <translation>已安装</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="149" />
+        <location filename="../ui/models_dialog.py" line="152" />
         <source>Default</source>
         <translation>默认</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="150" />
-        <location filename="../ui/models_dialog.py" line="190" />
+        <location filename="../ui/models_dialog.py" line="153" />
+        <location filename="../ui/models_dialog.py" line="193" />
         <source>Name</source>
         <translation>名称</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="151" />
+        <location filename="../ui/models_dialog.py" line="154" />
         <source>Precision</source>
         <translation>精度</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="152" />
+        <location filename="../ui/models_dialog.py" line="155" />
         <source>Size on disk</source>
         <translation>占用空间</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="153" />
+        <location filename="../ui/models_dialog.py" line="156" />
         <source>Source</source>
         <translation>来源</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="154" />
+        <location filename="../ui/models_dialog.py" line="157" />
         <source>Checksum</source>
         <translation>校验和</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="156" />
+        <location filename="../ui/models_dialog.py" line="159" />
         <source>Installed models</source>
         <translation>已安装的模型</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="163" />
+        <location filename="../ui/models_dialog.py" line="166" />
         <source>No model is installed yet: download one below, or import a file you already have.</source>
         <translation>尚未安装模型：请在下方下载，或导入已有的文件。</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="165" />
+        <location filename="../ui/models_dialog.py" line="168" />
         <source>No models yet</source>
         <translation>尚无模型</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="168" />
+        <location filename="../ui/models_dialog.py" line="171" />
         <source>Set as default</source>
         <translation>设为默认</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="169" />
+        <location filename="../ui/models_dialog.py" line="172" />
         <source>Make the selected model the default</source>
         <translation>将所选模型设为默认</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="172" />
+        <location filename="../ui/models_dialog.py" line="175" />
         <source>Delete…</source>
         <translation>删除…</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="173" />
+        <location filename="../ui/models_dialog.py" line="176" />
         <source>Delete the selected model</source>
         <translation>删除所选模型</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="177" />
+        <location filename="../ui/models_dialog.py" line="180" />
         <source>Import from disk…</source>
         <translation>从磁盘导入…</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="178" />
+        <location filename="../ui/models_dialog.py" line="181" />
         <source>Import a model from disk</source>
         <translation>从磁盘导入模型</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="180" />
+        <location filename="../ui/models_dialog.py" line="183" />
         <source>GGUF file…</source>
         <translation>GGUF 文件…</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="181" />
+        <location filename="../ui/models_dialog.py" line="184" />
         <source>Hugging Face folder or model folder…</source>
         <translation>Hugging Face 文件夹或模型文件夹…</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="187" />
+        <location filename="../ui/models_dialog.py" line="190" />
         <source>Available to download</source>
         <translation>可下载</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="190" />
+        <location filename="../ui/models_dialog.py" line="193" />
         <source>About</source>
         <translation>简介</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="190" />
-        <location filename="../ui/models_dialog.py" line="325" />
+        <location filename="../ui/models_dialog.py" line="193" />
+        <location filename="../ui/models_dialog.py" line="328" />
         <source>Download</source>
         <translation>下载</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="190" />
+        <location filename="../ui/models_dialog.py" line="193" />
         <source>Licence</source>
         <translation>许可证</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="191" />
+        <location filename="../ui/models_dialog.py" line="194" />
         <source>Models available to download</source>
         <translation>可下载的模型</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="198" />
+        <location filename="../ui/models_dialog.py" line="201" />
         <source>From the Hugging Face hub; nothing is fetched until you press Download. Each file is checked against the hub's SHA-256, then converted into a model folder here.</source>
         <translation>来自 Hugging Face 模型库；在点击“下载”之前不会获取任何内容。每个文件都会与模型库的 SHA-256 校验，然后在本机转换为模型文件夹。</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="204" />
+        <location filename="../ui/models_dialog.py" line="207" />
         <source>About downloads</source>
         <translation>关于下载</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="209" />
+        <location filename="../ui/models_dialog.py" line="212" />
         <source>Status</source>
         <translation>状态</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="214" />
+        <location filename="../ui/models_dialog.py" line="217" />
         <source>Close</source>
         <translation>关闭</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="218" />
+        <location filename="../ui/models_dialog.py" line="221" />
         <source>The catalogue cannot be read: %1</source>
         <translation>无法读取模型目录：%1</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="226" />
+        <location filename="../ui/models_dialog.py" line="229" />
         <source>Select all</source>
         <translation>全选</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="256" />
+        <location filename="../ui/models_dialog.py" line="259" />
         <source>%1 free on this disk</source>
         <translation>此磁盘可用 %1</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="264" />
+        <location filename="../ui/models_dialog.py" line="267" />
         <source>The models folder cannot be read: %1</source>
         <translation>无法读取模型文件夹：%1</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="276" />
+        <location filename="../ui/models_dialog.py" line="279" />
         <source>(in use)</source>
         <translation>（使用中）</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="278" />
+        <location filename="../ui/models_dialog.py" line="281" />
         <source>The default: opened when the app starts</source>
         <translation>默认：应用启动时打开</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="323" />
+        <location filename="../ui/models_dialog.py" line="326" />
         <source>Resume (%1 kept)</source>
         <translation>继续（已保留 %1）</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="328" />
+        <location filename="../ui/models_dialog.py" line="331" />
         <source>Download %1</source>
         <translation>下载 %1</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="383" />
+        <location filename="../ui/models_dialog.py" line="386" />
         <source>%1 is now the default; the app switches to it when this window closes.</source>
         <translation>%1 现在是默认模型；关闭此窗口后应用将切换到它。</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="398" />
+        <location filename="../ui/models_dialog.py" line="401" />
         <source>Model in use</source>
         <translation>使用中的模型</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="400" />
+        <location filename="../ui/models_dialog.py" line="403" />
         <source>%1 is the model in use, so it is not deleted. Make another model the default (Set as default), close this window so the app switches to it, then delete this one.</source>
         <translation>%1 是正在使用的模型，因此不会被删除。请先将另一个模型设为默认（“设为默认”），关闭此窗口让应用切换过去，再删除此模型。</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="410" />
+        <location filename="../ui/models_dialog.py" line="413" />
         <source>Delete model</source>
         <translation>删除模型</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="412" />
+        <location filename="../ui/models_dialog.py" line="415" />
         <source>Delete %1? Its folder (%2, %3) is removed from disk. It can be downloaded or imported again.</source>
         <translation>删除 %1？其文件夹（%2，%3）将从磁盘中移除。之后可以重新下载或导入。</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="430" />
+        <location filename="../ui/models_dialog.py" line="433" />
         <source>Deleted %1.</source>
         <translation>已删除 %1。</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="441" />
+        <location filename="../ui/models_dialog.py" line="444" />
         <source>Where to store models</source>
         <translation>模型存储位置</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="453" />
+        <location filename="../ui/models_dialog.py" line="456" />
         <source>Models are now stored in %1. The models in %2 stay there (move them by hand if you like).</source>
         <translation>模型现在存储在 %1。%2 中的模型会留在原处（如需要可手动移动）。</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="459" />
+        <location filename="../ui/models_dialog.py" line="462" />
         <source>The setting could not be saved: %1</source>
         <translation>无法保存设置：%1</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="507" />
+        <location filename="../ui/models_dialog.py" line="510" />
         <source>Import a GGUF file</source>
         <translation>导入 GGUF 文件</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="507" />
+        <location filename="../ui/models_dialog.py" line="510" />
         <source>GGUF models (*.gguf)</source>
         <translation>GGUF 模型 (*.gguf)</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="514" />
+        <location filename="../ui/models_dialog.py" line="517" />
         <source>Import a model folder</source>
         <translation>导入模型文件夹</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="519" />
+        <location filename="../ui/models_dialog.py" line="522" />
         <source>Installed %1.</source>
         <translation>已安装 %1。</translation>
     </message>
@@ -1231,12 +1236,12 @@
         <translation>导入进度</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="265" />
+        <location filename="../ui/settings_dialog.py" line="267" />
         <source>Building: %1</source>
         <translation>正在构建：%1</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="282" />
+        <location filename="../ui/settings_dialog.py" line="284" />
         <source>Import failed</source>
         <translation>导入失败</translation>
     </message>

@@ -135,19 +135,23 @@ def check_chat(exe: Path, env: dict[str, str], model: Path) -> str:
     return answer
 
 
-def check_window(exe: Path, env: dict[str, str], quit_after_ms: int = 300, timeout: float = 60) -> float:
+def check_window(
+    exe: Path | list[str], env: dict[str, str], quit_after_ms: int = 300, timeout: float = 60
+) -> float:
     """Open the main window offscreen, let it close itself, check a clean exit; return seconds to shown.
 
     The time runs from starting the process to the main window's first paint, as reported by
-    installer/entry.py's smoke switch (``QWEN_DESKTOP_SMOKE_QUIT_MS``).
+    installer/entry.py's smoke switch (``QWEN_DESKTOP_SMOKE_QUIT_MS``). ``exe`` may also be a whole command
+    (``[python, "installer/entry.py"]`` times the app from source).
     """
+    cmd = [str(exe)] if isinstance(exe, Path) else exe
     env = {**env, SMOKE_ENV: str(quit_after_ms)}
     start = time.perf_counter()
     shown: float | None = None
     lines: list[str] = []
     deadline = start + timeout
     with subprocess.Popen(
-        [str(exe)],
+        cmd,
         env=env,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
@@ -222,11 +226,42 @@ def smoke_test(
     return report
 
 
+def compare_startup(exe: Path, runs: int, log: Callable[[str], None] = print) -> dict[str, list[float]]:
+    """Time exec -> main window painted, frozen vs from source, alternating runs; empty data folder each time."""
+    commands: dict[str, Path | list[str]] = {
+        "frozen": exe,
+        "source": [sys.executable, str(ROOT / "installer" / "entry.py")],
+    }
+    times: dict[str, list[float]] = {name: [] for name in commands}
+    with tempfile.TemporaryDirectory(prefix="qwen-desktop-startup-") as tmp:
+        for i in range(runs):
+            for name, cmd in commands.items():
+                env = clean_env(Path(tmp) / f"{name}-{i}")
+                if name == "source":
+                    env["PYTHONPATH"] = str(ROOT)
+                times[name].append(check_window(cmd, env, quit_after_ms=100))
+                log(f"{name} run {i + 1}: {times[name][-1]:.2f} s")
+    return times
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description="Smoke-test a frozen qwen-desktop executable.")
     parser.add_argument("exe", type=Path, help="e.g. dist/qwen-desktop/qwen-desktop")
     parser.add_argument("--window-runs", type=int, default=3, help="window openings to time (default 3)")
+    parser.add_argument(
+        "--startup",
+        type=int,
+        metavar="RUNS",
+        help="only time the window, frozen vs from source, RUNS times each (alternating)",
+    )
     args = parser.parse_args()
+    if args.startup:
+        times = compare_startup(args.exe.resolve(), args.startup)
+        for name, values in times.items():
+            print(
+                f"{name}: median {statistics.median(values):.2f} s, min {min(values):.2f} s ({len(values)} runs)"
+            )
+        return 0
     try:
         report = smoke_test(args.exe.resolve(), args.window_runs)
     except SmokeError as exc:

@@ -1,4 +1,5 @@
-"""Smoke test of a frozen ``qwen-desktop`` executable: version, tiny model, one headless answer, the window.
+"""Smoke test of a frozen ``qwen-desktop`` executable: version, tiny model, one headless answer, the window
+(offscreen, and on X11 under Xvfb when it is installed).
 
 Used by ``installer/build.py`` (on dist/ and on the installed .deb) and by ``tests/packaging/test_frozen.py``.
 Every run gets a fresh ``QWEN_DESKTOP_HOME`` so nothing touches the user's settings, chats or models.
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -189,6 +191,32 @@ def check_window(
     return shown
 
 
+def check_window_x11(exe: Path, env: dict[str, str]) -> float | None:
+    """``check_window`` on a real X server (Xvfb) with Qt's xcb plugin: the bundled xcb libraries load.
+
+    Returns None (nothing checked) when Xvfb is not installed.
+    """
+    if shutil.which("Xvfb") is None:
+        return None
+    read_fd, write_fd = os.pipe()
+    with subprocess.Popen(
+        ["Xvfb", "-displayfd", str(write_fd), "-screen", "0", "1280x800x24", "-nolisten", "tcp"],
+        pass_fds=(write_fd,),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    ) as xvfb:
+        os.close(write_fd)
+        with os.fdopen(read_fd) as display_pipe:
+            display = display_pipe.readline().strip()  # Xvfb writes its display number once it is ready
+        try:
+            if not display:
+                raise SmokeError("Xvfb did not start")
+            return check_window(exe, {**env, "QT_QPA_PLATFORM": "xcb", "DISPLAY": f":{display}"})
+        finally:
+            xvfb.terminate()
+            xvfb.wait(timeout=10)
+
+
 def smoke_test(
     exe: Path, window_runs: int = 3, log: Callable[[str], None] = print, work: Path | None = None
 ) -> SmokeReport:
@@ -217,6 +245,8 @@ def smoke_test(
     for i in range(window_runs):
         fresh = clean_env(work / f"home-window-{i}")  # no model: the welcome page
         report.window_seconds.append(float(timed(f"window {i + 1}", lambda e=fresh: check_window(exe, e))))  # type: ignore[misc]
+    if shutil.which("Xvfb"):
+        timed("window on X11 (Xvfb, xcb)", lambda: check_window_x11(exe, clean_env(work / "home-x11")))
     model = Path(str(timed("make + build tiny model", lambda: build_tiny_model(exe, env, work))))
     report.answer = str(timed("chat", lambda: check_chat(exe, env, model)))
     # The window again, now with the tiny model installed as the default: it loads it with ONNX Runtime on

@@ -85,6 +85,12 @@ def test_window_opens_offscreen_and_closes_cleanly(frozen_exe, env):
     assert seconds < 30
 
 
+def test_window_on_x11_under_xvfb(frozen_exe, env):
+    if shutil.which("Xvfb") is None:
+        pytest.skip("Xvfb not installed (apt-get install xvfb): the xcb platform plugin is not tested")
+    assert smoke.check_window_x11(frozen_exe, env) is not None
+
+
 def test_window_with_a_model_closes_cleanly(frozen_exe, env, tmp_path):
     model = smoke.build_tiny_model(frozen_exe, env, tmp_path)
     smoke.run([str(frozen_exe), "import", str(model), "--name", "tiny"], env)

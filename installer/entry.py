@@ -48,6 +48,7 @@ def install_smoke_quit(delay_ms: int) -> None:
 
     def exec_then_quit(*_args: object) -> int:
         app = QApplication.instance()
+        assert app is not None  # run_app created it before calling exec()
         watcher = FirstPaint()
         app.installEventFilter(watcher)
         # Should no paint event arrive (a platform plugin that skips painting), still end the run.

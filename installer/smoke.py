@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 ROOT = Path(__file__).resolve().parent.parent
 SMOKE_ENV = "QWEN_DESKTOP_SMOKE_QUIT_MS"  # honoured by installer/entry.py, the frozen entry point
@@ -38,6 +39,9 @@ BAD_STDERR = (
 )
 # Harmless notes of Qt's offscreen platform plugin (it has no window manager to talk to).
 OFFSCREEN_NOISE = ("This plugin does not support",)
+
+
+T = TypeVar("T")
 
 
 class SmokeError(RuntimeError):
@@ -234,21 +238,21 @@ def smoke_test(
     report = SmokeReport()
     env = clean_env(work / "home")
 
-    def timed(name: str, check: Callable[[], object]) -> object:
+    def timed(name: str, check: Callable[[], T]) -> T:
         log(f"smoke: {name} ...")
         start = time.perf_counter()
         result = check()
         report.seconds[name] = time.perf_counter() - start
         return result
 
-    report.version = str(timed("version", lambda: check_version(exe, env)))
+    report.version = timed("version", lambda: check_version(exe, env))
     for i in range(window_runs):
         fresh = clean_env(work / f"home-window-{i}")  # no model: the welcome page
-        report.window_seconds.append(float(timed(f"window {i + 1}", lambda e=fresh: check_window(exe, e))))  # type: ignore[misc]
+        report.window_seconds.append(timed(f"window {i + 1}", lambda: check_window(exe, fresh)))  # noqa: B023 - called at once
     if shutil.which("Xvfb"):
         timed("window on X11 (Xvfb, xcb)", lambda: check_window_x11(exe, clean_env(work / "home-x11")))
-    model = Path(str(timed("make + build tiny model", lambda: build_tiny_model(exe, env, work))))
-    report.answer = str(timed("chat", lambda: check_chat(exe, env, model)))
+    model = timed("make + build tiny model", lambda: build_tiny_model(exe, env, work))
+    report.answer = timed("chat", lambda: check_chat(exe, env, model))
     # The window again, now with the tiny model installed as the default: it loads it with ONNX Runtime on
     # the worker thread and must still close cleanly.
     timed("import tiny model", lambda: run([str(exe), "import", str(model), "--name", "tiny"], env))

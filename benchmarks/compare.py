@@ -220,13 +220,35 @@ def summary(rows: list[dict]) -> str:
     return " ".join(out)
 
 
-def write_markdown(path: Path, info: dict, rows: list[dict], spec: dict, args: argparse.Namespace) -> None:
+def spread(rows: list[dict]) -> list[str]:
+    """Each peer's individual runs (min–max), so the noise behind a median is visible."""
+    lines = []
+    for r in rows:
+        raw = r.get("raw")
+        if not raw:
+            continue
+        parts = []
+        for key, label in (
+            ("ttft_short_s", "TTFT short"),
+            ("ttft_long_s", "TTFT long"),
+            ("turn6_ttft_s", "turn 6"),
+        ):
+            parts.append(f"{label} {_ms(min(raw[key]))}–{_ms(max(raw[key]))}")
+        parts.append(f"decode {min(raw['decode_tps']):.1f}–{max(raw['decode_tps']):.1f} tok/s")
+        lines.append(f"- {r['runtime']}: " + ", ".join(parts))
+    if not lines:
+        return []
+    head = "Range over the individual runs (the peers; `qwen-desktop bench` reports only its medians):"
+    return [head, "", *lines, ""]
+
+
+def write_markdown(path: Path, info: dict, rows: list[dict]) -> None:
     m = info["machine"]
     lines = [
         "# Benchmarks: our engine beside the peer runtimes",
         "",
         f"Written by `benchmarks/compare.py` on {info['date']} (one run, every runtime measured in it). "
-        f"Median of {args.runs} runs, {args.threads} threads, greedy, the same token ids for every runtime.",
+        f"Median of {info['runs']} runs, {info['threads']} threads, greedy, the same token ids for every runtime.",
         "",
         "## Machine",
         "",
@@ -255,8 +277,8 @@ def write_markdown(path: Path, info: dict, rows: list[dict], spec: dict, args: a
         "",
         "## Results",
         "",
-        f"Prompts from `qwen_desktop.engine.bench`: the short question ({len(spec['short_ids'])} tokens with the "
-        f"chat template), the long text ({len(spec['long_ids'])} tokens), decode over {args.decode_tokens} "
+        f"Prompts from `qwen_desktop.engine.bench`: the short question ({info['short_tokens']} tokens with the "
+        f"chat template), the long text ({info['long_tokens']} tokens), decode over {info['decode_tokens']} "
         "tokens after the short question (end-of-text ignored), and turn 6 of a conversation whose five earlier "
         f"turns were answered greedily (up to {TURN6_ANSWER_TOKENS} tokens each) in the same session, each runtime "
         "keeping its KV cache between turns.",
@@ -290,10 +312,11 @@ def write_markdown(path: Path, info: dict, rows: list[dict], spec: dict, args: a
         "",
         summary(rows),
         "",
+        *spread(rows),
         "## Commands",
         "",
         "```sh",
-        shlex.join([sys.executable, *sys.argv]),
+        info["command"],
         "```",
         "",
         "which ran, one after another:",
@@ -330,7 +353,12 @@ def main() -> int:
         action="store_true",
         help="load llama.cpp with use_extra_bufts=False (needed where its AMX repacking crashes)",
     )
+    ap.add_argument("--render", metavar="JSON", help="only rewrite --out from an earlier run's --json-out")
     args = ap.parse_args()
+    if args.render:
+        saved = json.loads(Path(args.render).read_text())
+        write_markdown(Path(args.out), saved["info"], saved["rows"])
+        return 0
 
     spec = prepare_spec(args)
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
@@ -363,6 +391,12 @@ def main() -> int:
         plan.append(("hf", [args.peer_python, worker, "hf", spec_path]))
 
     info = {
+        "command": shlex.join([sys.executable, *sys.argv]),
+        "runs": args.runs,
+        "threads": args.threads,
+        "decode_tokens": args.decode_tokens,
+        "short_tokens": len(spec["short_ids"]),
+        "long_tokens": len(spec["long_ids"]),
         "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "machine": machine(),
         "versions": our_versions(),
@@ -371,7 +405,7 @@ def main() -> int:
     rows = [run_one(name, cmd, args.timeout) for name, cmd in plan if name not in args.skip]
     info["load_end"] = load_average()
     Path(spec_path).unlink()
-    write_markdown(Path(args.out), info, rows, spec, args)
+    write_markdown(Path(args.out), info, rows)
     if args.json_out:
         Path(args.json_out).write_text(json.dumps({"info": info, "rows": rows}, indent=2))
     print(f"wrote {args.out}", file=sys.stderr)

@@ -26,21 +26,25 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from qwen_desktop.models.catalog import CatalogEntry, find_entry, load_catalog
-from qwen_desktop.models.download import (
-    DownloadCancelledError,
-    DownloadProgress,
-    ProgressCallback,
-    RetryPolicy,
-    check_disk_space,
-    download_file,
-    list_repo_files,
-    resolve_file,
-)
 from qwen_desktop.models.errors import ModelError, OutputError
 from qwen_desktop.models.manifest import read_manifest
+
+if TYPE_CHECKING:
+    from types import ModuleType
+
+    from qwen_desktop.models.download import DownloadProgress, ProgressCallback, RetryPolicy
+
+
+def _download() -> ModuleType:
+    """The download module, imported on first use: it loads huggingface_hub and an HTTP stack (~0.5 s),
+    which listing models or starting the app does not need."""
+    from qwen_desktop.models import download
+
+    return download
+
 
 MANIFEST = "manifest.json"  # builder.MANIFEST; the builder (and onnx) is imported only when needed
 INSTALL_FILE = "install.json"
@@ -141,7 +145,7 @@ def _cancellable(progress: BuildProgress | None, cancel: threading.Event | None)
 
     def report(stage: str, done: int, total: int) -> None:
         if cancel.is_set():
-            raise DownloadCancelledError(
+            raise _download().DownloadCancelledError(
                 "cancelled while building; the downloaded file is kept for next time"
             )
         if progress is not None:
@@ -378,11 +382,11 @@ class Registry:
         if entry.kind == "onnx":
             return self._install_onnx(entry, endpoint, token, on_download, cancel, retry)
         filename = entry.files[0]
-        remote = resolve_file(
+        remote = _download().resolve_file(
             entry.repo, filename, entry.revision, endpoint=endpoint, token=token, retry=retry, cancel=cancel
         )
         dest = self.models_dir / DOWNLOADS / entry.name / Path(filename).name
-        result = download_file(
+        result = _download().download_file(
             entry.repo,
             filename,
             dest,
@@ -427,7 +431,7 @@ class Registry:
         retry: RetryPolicy | None,
     ) -> InstalledModel:
         """Download a prebuilt ONNX export file by file (all from one commit), then register it as it is."""
-        commit, listing = list_repo_files(
+        commit, listing = _download().list_repo_files(
             entry.repo, entry.revision, endpoint=endpoint, token=token, retry=retry, cancel=cancel
         )
         missing = [f for f in entry.files if f not in listing]
@@ -435,7 +439,7 @@ class Registry:
             raise ModelError(f"{entry.repo} has no {', '.join(missing)} at revision {entry.revision}")
         total = sum(listing[f].size or 0 for f in entry.files)
         downloads = self.models_dir / DOWNLOADS / entry.name
-        check_disk_space(self.models_dir, 2 * total, f"{entry.name}")
+        _download().check_disk_space(self.models_dir, 2 * total, f"{entry.name}")
         done_before = 0
         sha256s: dict[str, str] = {}
         for filename in entry.files:
@@ -443,10 +447,12 @@ class Registry:
             def overall(p: DownloadProgress, base: int = done_before) -> None:
                 if on_download is not None:
                     on_download(
-                        DownloadProgress(base + p.done, total, p.speed, _eta(total - base - p.done, p.speed))
+                        _download().DownloadProgress(
+                            base + p.done, total, p.speed, _eta(total - base - p.done, p.speed)
+                        )
                     )
 
-            result = download_file(
+            result = _download().download_file(
                 entry.repo,
                 filename,
                 downloads / filename,
@@ -525,7 +531,7 @@ class Registry:
             self._new_name(model_name)
             size = _folder_bytes(path) if path.is_dir() else path.stat().st_size
             room = int(size * BUILD_ROOM.get(precision, 4.0))
-            check_disk_space(self.models_dir, room, f"building {path.name}")
+            _download().check_disk_space(self.models_dir, room, f"building {path.name}")
             return self._build(path, model_name, precision, record, on_build, cancel)
         if (path / MANIFEST).is_file():
             read_manifest(path)  # refuses anything that is not a complete engine folder
@@ -541,7 +547,7 @@ class Registry:
     def _copy_in(self, path: Path, name: str, record: dict[str, Any], graph: str | None) -> InstalledModel:
         """Copy a runnable folder into the models folder; ``graph`` set means a hub export needing a manifest."""
         self._new_name(name)
-        check_disk_space(self.models_dir, _folder_bytes(path), f"copying {path.name}")
+        _download().check_disk_space(self.models_dir, _folder_bytes(path), f"copying {path.name}")
         staged = self._staging(name)
         try:
             shutil.copytree(path, staged, ignore=shutil.ignore_patterns(INSTALL_FILE, ".cache", ".git"))

@@ -41,6 +41,12 @@ def run_app(argv: list[str] | None = None) -> int:
     )
     app.setApplicationName("Qwen Desktop")
     app.setOrganizationName("QwenDesktop")
+    icon = Path(__file__).resolve().parent.parent / "resources" / "qwen-desktop.png"
+    if icon.is_file():
+        from PySide6.QtGui import QIcon
+
+        app.setWindowIcon(QIcon(str(icon)))
+    app.setDesktopFileName("qwen-desktop")  # matches the .desktop entry, so docks show the right icon
     settings, _warning = load_settings()  # the window reads them again and shows any warning
     translators = install_translators(app, settings.language)  # noqa: F841 - kept alive until exit
 

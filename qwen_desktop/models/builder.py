@@ -139,7 +139,7 @@ def build_model(
         check_tensors(source)
         tmp = _prepare_output(out)
         try:
-            manifest = _write_folder(source, tmp, precision, head_precision, style, progress)
+            _write_folder(source, tmp, precision, head_precision, style, progress)
             tmp.rename(out)
         except OSError as exc:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -150,7 +150,6 @@ def build_model(
     finally:
         source.close()
     size = sum(p.stat().st_size for p in out.iterdir())
-    del manifest
     return BuildResult(out, time.monotonic() - started, size, precision, head_precision, style)
 
 
@@ -161,7 +160,7 @@ def _write_folder(
     head_precision: str,
     style: str,
     progress: Progress | None,
-) -> dict[str, Any]:
+) -> None:
     import onnx
 
     cfg = source.config
@@ -216,4 +215,3 @@ def _write_folder(
     (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False), encoding="utf-8")
     if progress:
         progress("done", 1, 1)
-    return manifest

@@ -56,14 +56,8 @@ class _Graph:
         self._count[base] = n + 1
         return f"{base}_{n}" if n else base
 
-    def init(self, name: str, array: np.ndarray, dtype: int | None = None) -> str:
-        if dtype is None:
-            self.inits.append(numpy_helper.from_array(np.ascontiguousarray(array), name))
-        else:  # packed sub-byte types (UINT4) are written as raw bytes
-            t = helper.make_tensor(
-                name, dtype, array.shape if dtype != TensorProto.UINT4 else (), [], raw=False
-            )
-            self.inits.append(t)
+    def init(self, name: str, array: np.ndarray) -> str:
+        self.inits.append(numpy_helper.from_array(np.ascontiguousarray(array), name))
         return name
 
     def const(self, base: str, values: Any, dtype: type = np.int64) -> str:
@@ -134,9 +128,6 @@ class _Writer:
         self.steps_done += 1
         if self.progress:
             self.progress(what, self.steps_done, self.steps_total)
-
-    def _fetch(self, name: str) -> np.ndarray:
-        return self.fetch(name)
 
     # -- linear layers ------------------------------------------------------------------------------------
     def linear_fast(self, x: str, w: np.ndarray, b: np.ndarray | None, base: str, precision: str) -> str:
@@ -265,7 +256,7 @@ class _Writer:
 
     def _embedding_fast(self) -> str:
         g, cfg = self.g, self.cfg
-        emb = self._fetch(EMBED)  # [vocab, hidden]
+        emb = self.fetch(EMBED)  # [vocab, hidden]
         if self.head_precision == "fp32":
             return g.op1("Gather", [g.init("embed_tokens.weight", emb), "input_ids"], "embed/Gather")
         bits = 4 if self.head_precision == "int4" else 8
@@ -289,7 +280,7 @@ class _Writer:
         )
 
     def _head_weight(self) -> np.ndarray:
-        return self._fetch(EMBED if self.cfg.tie_word_embeddings else LM_HEAD)
+        return self.fetch(EMBED if self.cfg.tie_word_embeddings else LM_HEAD)
 
     def build_fast(self) -> onnx.ModelProto:
         g, cfg = self.g, self.cfg
@@ -330,7 +321,7 @@ class _Writer:
             if i == 0:
                 normed = g.op1(
                     "SimplifiedLayerNormalization",
-                    [hidden, g.init(f"{p}.input_norm", self._fetch(n["input_norm"]))],
+                    [hidden, g.init(f"{p}.input_norm", self.fetch(n["input_norm"]))],
                     f"{p}/input_norm",
                     epsilon=eps,
                     axis=-1,
@@ -339,7 +330,7 @@ class _Writer:
             else:
                 outs = g.op(
                     "SkipSimplifiedLayerNormalization",
-                    [hidden, residual, g.init(f"{p}.input_norm", self._fetch(n["input_norm"]))],
+                    [hidden, residual, g.init(f"{p}.input_norm", self.fetch(n["input_norm"]))],
                     f"{p}/input_norm",
                     n_out=4,
                     domain=MS_DOMAIN,
@@ -348,9 +339,9 @@ class _Writer:
                 normed, residual = outs[0], outs[3]
                 self.g.nodes[-1].output[1] = ""
                 self.g.nodes[-1].output[2] = ""
-            qkv_w = np.concatenate([self._fetch(n["q"]), self._fetch(n["k"]), self._fetch(n["v"])], axis=0)
+            qkv_w = np.concatenate([self.fetch(n["q"]), self.fetch(n["k"]), self.fetch(n["v"])], axis=0)
             qkv_b = np.concatenate(
-                [self._fetch(n["q_bias"]), self._fetch(n["k_bias"]), self._fetch(n["v_bias"])]
+                [self.fetch(n["q_bias"]), self.fetch(n["k_bias"]), self.fetch(n["v_bias"])]
             )
             qkv = self.linear_fast(normed, qkv_w, qkv_b, f"{p}.qkv_proj", self.precision)  # [b, s, (h+2kv)*d]
             attn = g.op(
@@ -376,10 +367,10 @@ class _Writer:
                 rotary_interleaved=0,
                 scale=float(1.0 / np.sqrt(cfg.head_dim)),
             )[0]  # [b, s, hidden]
-            o = self.linear_fast(attn, self._fetch(n["o"]), None, f"{p}.o_proj", self.precision)
+            o = self.linear_fast(attn, self.fetch(n["o"]), None, f"{p}.o_proj", self.precision)
             outs = g.op(
                 "SkipSimplifiedLayerNormalization",
-                [o, residual, g.init(f"{p}.post_norm", self._fetch(n["post_norm"]))],
+                [o, residual, g.init(f"{p}.post_norm", self.fetch(n["post_norm"]))],
                 f"{p}/post_norm",
                 n_out=4,
                 domain=MS_DOMAIN,
@@ -389,7 +380,7 @@ class _Writer:
             self.g.nodes[-1].output[2] = ""
             normed, residual = outs[0], outs[3]
             inter = cfg.intermediate_size
-            gate_up_w = np.concatenate([self._fetch(n["gate"]), self._fetch(n["up"])], axis=0)  # [2I, hidden]
+            gate_up_w = np.concatenate([self.fetch(n["gate"]), self.fetch(n["up"])], axis=0)  # [2I, hidden]
             gate_up = self.linear_fast(normed, gate_up_w, None, f"{p}.gate_up_proj", self.precision)
             gate, up = g.op(
                 "Split", [gate_up, g.const("split", [inter, inter])], f"{p}/mlp/Split", n_out=2, axis=-1
@@ -397,7 +388,7 @@ class _Writer:
             act = g.op1("Mul", [gate, g.op1("Sigmoid", [gate], f"{p}/mlp/Sigmoid")], f"{p}/mlp/SiLU")
             hidden = self.linear_fast(
                 g.op1("Mul", [act, up], f"{p}/mlp/Mul"),
-                self._fetch(n["down"]),
+                self.fetch(n["down"]),
                 None,
                 f"{p}.down_proj",
                 self.precision,
@@ -422,20 +413,16 @@ class _Writer:
         )
         final = g.op(
             "SkipSimplifiedLayerNormalization",
-            [hidden, residual, g.init("final_norm", self._fetch(FINAL_NORM))],
+            [hidden, residual, g.init("final_norm", self.fetch(FINAL_NORM))],
             "final_norm",
             n_out=1,
             domain=MS_DOMAIN,
             epsilon=eps,
         )[0]
-        self.linear_fast_head(final)
+        self.linear_fast(final, self._head_weight(), None, "lm_head", self.head_precision)
+        self.g.nodes[-1].output[0] = "logits"
         self._tick("lm head")
         return self._model("fast")
-
-    def linear_fast_head(self, x: str) -> None:
-        y = self.linear_fast(x, self._head_weight(), None, "lm_head", self.head_precision)
-        self.g.nodes[-1].output[0] = "logits"
-        del y
 
     # -- plain ----------------------------------------------------------------------------------------------
     def _rms_plain(self, x: str, weight: np.ndarray, base: str) -> str:
@@ -473,7 +460,7 @@ class _Writer:
         g, cfg = self.g, self.cfg
         h, kvh, d = cfg.num_heads, cfg.num_kv_heads, cfg.head_dim
         group = h // kvh
-        x = g.op1("Gather", [g.init("embed_tokens.weight", self._fetch(EMBED)), "input_ids"], "embed/Gather")
+        x = g.op1("Gather", [g.init("embed_tokens.weight", self.fetch(EMBED)), "input_ids"], "embed/Gather")
         self._tick("embedding")
         cos_t, sin_t = _rope_cache(cfg, cfg.max_context)
         full_cos = np.concatenate([cos_t, cos_t], axis=1)  # [max_context, head_dim]
@@ -529,15 +516,15 @@ class _Writer:
         for i in range(cfg.num_layers):
             n = layer_names(i)
             p = f"layers.{i}"
-            a = self._rms_plain(x, self._fetch(n["input_norm"]), f"{p}.input_norm")
+            a = self._rms_plain(x, self.fetch(n["input_norm"]), f"{p}.input_norm")
             q = self.linear_plain(
-                a, self._fetch(n["q"]), self._fetch(n["q_bias"]), f"{p}.q_proj", self.precision
+                a, self.fetch(n["q"]), self.fetch(n["q_bias"]), f"{p}.q_proj", self.precision
             )
             k = self.linear_plain(
-                a, self._fetch(n["k"]), self._fetch(n["k_bias"]), f"{p}.k_proj", self.precision
+                a, self.fetch(n["k"]), self.fetch(n["k_bias"]), f"{p}.k_proj", self.precision
             )
             v = self.linear_plain(
-                a, self._fetch(n["v"]), self._fetch(n["v_bias"]), f"{p}.v_proj", self.precision
+                a, self.fetch(n["v"]), self.fetch(n["v_bias"]), f"{p}.v_proj", self.precision
             )
 
             def heads(t: str, shape: str, tag: str, p: str = p) -> str:
@@ -581,12 +568,12 @@ class _Writer:
             )
             x = g.op1(
                 "Add",
-                [x, self.linear_plain(att, self._fetch(n["o"]), None, f"{p}.o_proj", self.precision)],
+                [x, self.linear_plain(att, self.fetch(n["o"]), None, f"{p}.o_proj", self.precision)],
                 f"{p}/res1",
             )
-            m = self._rms_plain(x, self._fetch(n["post_norm"]), f"{p}.post_norm")
-            gate = self.linear_plain(m, self._fetch(n["gate"]), None, f"{p}.gate_proj", self.precision)
-            up = self.linear_plain(m, self._fetch(n["up"]), None, f"{p}.up_proj", self.precision)
+            m = self._rms_plain(x, self.fetch(n["post_norm"]), f"{p}.post_norm")
+            gate = self.linear_plain(m, self.fetch(n["gate"]), None, f"{p}.gate_proj", self.precision)
+            up = self.linear_plain(m, self.fetch(n["up"]), None, f"{p}.up_proj", self.precision)
             act = g.op1(
                 "Mul",
                 [g.op1("Mul", [gate, g.op1("Sigmoid", [gate], f"{p}/sig")], f"{p}/silu"), up],
@@ -594,11 +581,11 @@ class _Writer:
             )
             x = g.op1(
                 "Add",
-                [x, self.linear_plain(act, self._fetch(n["down"]), None, f"{p}.down_proj", self.precision)],
+                [x, self.linear_plain(act, self.fetch(n["down"]), None, f"{p}.down_proj", self.precision)],
                 f"{p}/res2",
             )
             self._tick(f"layer {i + 1}/{cfg.num_layers}")
-        final = self._rms_plain(x, self._fetch(FINAL_NORM), "final_norm")
+        final = self._rms_plain(x, self.fetch(FINAL_NORM), "final_norm")
         self.linear_plain(final, self._head_weight(), None, "lm_head", self.head_precision)
         g.nodes[-1].output[0] = "logits"
         self._tick("lm head")

@@ -51,15 +51,7 @@ def _ctrl_c_cancels(cancel: threading.Event) -> Iterator[None]:
 def _params(args: argparse.Namespace) -> Any:
     from qwen_desktop.engine.generate import SamplingParams
 
-    return SamplingParams(
-        temperature=args.temperature,
-        top_p=args.top_p,
-        top_k=args.top_k,
-        min_p=args.min_p,
-        repetition_penalty=args.repetition_penalty,
-        seed=args.seed,
-        max_tokens=args.max_tokens,
-    )
+    return SamplingParams.from_settings(args)
 
 
 def _answer(engine: Any, messages: list[dict[str, str]], params: Any, stats: bool) -> tuple[str, Any]:

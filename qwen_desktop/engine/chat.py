@@ -6,6 +6,7 @@ iterates ``chat()`` wherever it likes and cancels through a ``threading.Event``.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -114,7 +115,7 @@ class ChatEngine:
         plan = self.plan(messages, params.max_tokens)
         self.last_plan = plan
         max_new = min(params.max_tokens, plan.reply_room)
-        run = SamplingParams(**{**params.__dict__, "max_tokens": max_new})
+        run = dataclasses.replace(params, max_tokens=max_new)
         yield from stream_generate(
             self.model, self.tokenizer, plan.prompt, run, self.stop_ids, cancel, prompt_lookup=prompt_lookup
         )

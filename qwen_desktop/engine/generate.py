@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Generator, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Literal
 
 import numpy as np
@@ -33,6 +33,11 @@ class SamplingParams:
     repetition_penalty: float = 1.05
     seed: int | None = None
     max_tokens: int = 1024
+
+    @classmethod
+    def from_settings(cls, source: object) -> SamplingParams:
+        """Take every field from ``source``'s attributes of the same names (the app's Settings, CLI args)."""
+        return cls(**{f.name: getattr(source, f.name) for f in fields(cls)})
 
 
 GREEDY = SamplingParams(temperature=0.0, top_p=1.0, top_k=0, repetition_penalty=1.0)

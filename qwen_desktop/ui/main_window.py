@@ -573,16 +573,7 @@ class MainWindow(QMainWindow):
         """Sampling settings from the user's settings."""
         from qwen_desktop.engine.generate import SamplingParams
 
-        s = self.settings
-        return SamplingParams(
-            temperature=s.temperature,
-            top_p=s.top_p,
-            top_k=s.top_k,
-            min_p=s.min_p,
-            repetition_penalty=s.repetition_penalty,
-            seed=s.seed,
-            max_tokens=s.max_tokens,
-        )
+        return SamplingParams.from_settings(self.settings)
 
     def can_send(self) -> bool:
         """A model is loaded, nothing else is running."""

@@ -125,12 +125,14 @@ def cmd_build_model(args: argparse.Namespace) -> int:
             head_precision=args.head_precision,
             style=args.style,
             progress=bar,
+            prefill=args.prefill,
         )
     finally:
         bar.close()
+    prefill = f", {result.prefill_precision} prefill graph" if result.prefill_precision else ""
     print(
         f"Built {result.folder} in {result.seconds:.1f} s: {_human_bytes(result.bytes_on_disk)} on disk, "
-        f"{result.precision} layers, {result.head_precision} embedding/head, {result.style} graph"
+        f"{result.precision} layers, {result.head_precision} embedding/head, {result.style} graph{prefill}"
     )
     return 0
 
@@ -282,7 +284,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("build-model", help="turn a GGUF file or Hugging Face folder into a model folder")
     p.add_argument("src", help="a .gguf file or a Hugging Face model folder (config.json, *.safetensors)")
     p.add_argument("out", help="the model folder to create (must not exist)")
-    p.add_argument("--precision", default="int4", choices=["int4", "int8", "fp32"], help="decoder layers")
+    p.add_argument(
+        "--precision", default="int4", choices=["int4", "int8", "w8a8", "fp32"], help="decoder layers"
+    )
     p.add_argument(
         "--head-precision",
         default=None,
@@ -290,6 +294,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="embedding and output head (default: same as --precision)",
     )
     p.add_argument("--style", default="fast", choices=["fast", "plain"], help="graph style (default fast)")
+    p.add_argument(
+        "--prefill",
+        default="w8a8",
+        choices=["w8a8", "none"],
+        help="also write an int8 prompt graph (fast style; default w8a8: 2x faster prompts, +0.5 GB memory)",
+    )
     p.set_defaults(func=cmd_build_model)
 
     p = sub.add_parser("make-tiny-model", help="write a tiny random Qwen2 model (for tests and smoke tests)")

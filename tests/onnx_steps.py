@@ -10,16 +10,14 @@ import onnxruntime as ort
 
 
 class StepRunner:
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, graph: str = "model.onnx") -> None:
         self.manifest = json.loads((folder / "manifest.json").read_text())
         self.style = self.manifest["style"]
         cfg = self.manifest["config"]
         self.layers, self.kv, self.hd = cfg["num_layers"], cfg["num_kv_heads"], cfg["head_dim"]
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = 1
-        self.session = ort.InferenceSession(
-            str(folder / "model.onnx"), opts, providers=["CPUExecutionProvider"]
-        )
+        self.session = ort.InferenceSession(str(folder / graph), opts, providers=["CPUExecutionProvider"])
         self.out_names = [o.name for o in self.session.get_outputs()]
         self.reset()
 

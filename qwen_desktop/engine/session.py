@@ -47,6 +47,11 @@ def optimized_cache_path(graph: Path, cache_root: Path) -> Path:
     return cache_root / hashlib.sha256(key.encode()).hexdigest()[:20] / "model.opt.onnx"
 
 
+# Prompts of at least this many new tokens go through the int8 prefill graph when the folder has one: below
+# it the 4-bit decode graph, which reads half the weight bytes, is as fast (docs/engine.md).
+PREFILL_MIN_TOKENS = 8
+
+
 class ContextFullError(ModelError):
     """More tokens than the KV cache was sized for."""
 
@@ -92,28 +97,36 @@ class OnnxModel:
         self.spinning = spinning
         self._ort = ort
         started = time.perf_counter()
-        self.session = self._open(cache_root)
+        self.session = self._open(files.graph, cache_root, spinning)
+        # The prefill graph shares the KV buffers (fast style only: plain graphs hand the cache back). Its
+        # threads never spin: its runs are long, and spinning threads left behind by one session slow the
+        # other down (turn-6 TTFT 75 -> 59 ms).
+        self.prefill_session: Any = None
+        if files.prefill_graph is not None and files.style == "fast":
+            self.prefill_session = self._open(files.prefill_graph, cache_root, spinning=False)
         self.load_seconds = time.perf_counter() - started
         inputs = {i.name: i for i in self.session.get_inputs()}
         self._input_names = set(inputs)
         self.kv_dtype = np.float16 if "float16" in inputs["past_key_values.0.key"].type else np.float32
         self.tokens: list[int] = []  # what the cache holds, position by position
+        self._prefill_binding: Any = None
         if files.style == "fast":
             self._init_fast()
         else:
             self._init_plain()
 
-    def _open(self, cache_root: Path | None) -> Any:
-        """Open the session. With ``cache_root``, the graph is optimized and its weights pre-packed once and
-        saved there; later loads read that copy and skip both steps (about 2 s -> 0.8 s for 0.5B int4)."""
-        ort, graph = self._ort, self.files.graph
+    def _open(self, graph: Path, cache_root: Path | None, spinning: bool) -> Any:
+        """Open a session on ``graph``. With ``cache_root``, the graph is optimized and its weights
+        pre-packed once and saved there; later loads read that copy and skip both steps (about 2 s -> 0.8 s
+        for 0.5B int4)."""
+        ort = self._ort
         if cache_root is None:
-            return self._create(graph, session_options(ort, self.threads, self.spinning))
+            return self._create(graph, session_options(ort, self.threads, spinning))
         try:
             cached = optimized_cache_path(graph, cache_root)
             if cached.is_file():
                 try:
-                    opts = session_options(ort, self.threads, self.spinning, optimize=False)
+                    opts = session_options(ort, self.threads, spinning, optimize=False)
                     return ort.InferenceSession(str(cached), opts, providers=["CPUExecutionProvider"])
                 except Exception:  # a damaged or foreign cache: drop it and rebuild it from the original
                     shutil.rmtree(cached.parent, ignore_errors=True)
@@ -121,8 +134,8 @@ class OnnxModel:
             shutil.rmtree(tmp, ignore_errors=True)
             tmp.mkdir(parents=True)
         except OSError:
-            return self._create(graph, session_options(ort, self.threads, self.spinning))
-        opts = session_options(ort, self.threads, self.spinning)
+            return self._create(graph, session_options(ort, self.threads, spinning))
+        opts = session_options(ort, self.threads, spinning)
         opts.optimized_model_filepath = str(tmp / cached.name)
         opts.add_session_config_entry(
             "session.optimized_model_external_initializers_file_name", cached.name + ".data"
@@ -139,7 +152,7 @@ class OnnxModel:
             # Writing the cache failed (a full disk, say) or the graph itself is bad: try once without the
             # cache, which raises the clear ModelError if the graph is the problem.
             shutil.rmtree(tmp, ignore_errors=True)
-            return self._create(graph, session_options(ort, self.threads, self.spinning))
+            return self._create(graph, session_options(ort, self.threads, spinning))
 
     def _create(self, graph: Path, opts: Any) -> Any:
         try:
@@ -165,11 +178,16 @@ class OnnxModel:
         }
         self._mask = np.ones((1, self.max_len), np.int64)  # attention_mask views are slices of this
         self._logits: dict[int, Any] = {}
-        self._binding = self.session.io_binding()
+        self._binding = self._bind_cache(self.session)
+        self._prefill_binding = self._bind_cache(self.prefill_session) if self.prefill_session else None
+
+    def _bind_cache(self, session: Any) -> Any:
+        binding = session.io_binding()
         for name, value in self._kv.items():
             # past and present are one buffer: GroupQueryAttention writes the new positions in place.
-            self._binding.bind_ortvalue_input(f"past_key_values.{name}", value)
-            self._binding.bind_ortvalue_output(f"present.{name}", value)
+            binding.bind_ortvalue_input(f"past_key_values.{name}", value)
+            binding.bind_ortvalue_output(f"present.{name}", value)
+        return binding
 
     def _init_plain(self) -> None:
         f = self.files
@@ -217,7 +235,9 @@ class OnnxModel:
         return logits
 
     def _forward_fast(self, ids: Sequence[int], keep: int, total: int) -> np.ndarray:
-        b = self._binding
+        session, b = self.session, self._binding
+        if self._prefill_binding is not None and len(ids) >= PREFILL_MIN_TOKENS:
+            session, b = self.prefill_session, self._prefill_binding
         b.bind_cpu_input("input_ids", np.asarray([ids], dtype=np.int64))  # [1, seq]
         b.bind_cpu_input("attention_mask", self._mask[:, :total])  # [1, past + seq]
         b.bind_cpu_input("num_logits_to_keep", np.array(keep, dtype=np.int64))
@@ -228,7 +248,7 @@ class OnnxModel:
             )
             self._logits[keep] = out
         b.bind_ortvalue_output("logits", out)
-        self.session.run_with_iobinding(b)
+        session.run_with_iobinding(b)
         result: np.ndarray = out.numpy()[0]  # [keep, vocab]
         return result
 

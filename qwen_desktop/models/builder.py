@@ -1,7 +1,9 @@
 """Turn Qwen2 weights (a GGUF file or a Hugging Face folder) into a model folder the engine runs.
 
 The folder holds ``model.onnx`` (plus ``model.onnx.data`` when the weights pass 2 GB), ``tokenizer.json``
-and ``manifest.json``. It is written under a temporary name beside OUT and renamed at the end, so an
+and ``manifest.json``; fast builds also hold ``prefill.onnx``, the same decoder with int8 weights and int8
+activations, which the engine runs for prompts (several times faster than 4-bit weights for many tokens at
+once) while ``model.onnx`` decodes the reply. It is written under a temporary name beside OUT and renamed at the end, so an
 interrupted build leaves nothing half-made behind.
 """
 
@@ -24,6 +26,7 @@ from qwen_desktop.models.manifest import (
     MANIFEST_FORMAT,
     MANIFEST_VERSION,
     MODEL_FILE,
+    PREFILL_FILE,
     TOKENIZER_FILE,
 )
 from qwen_desktop.models.onnx_writer import PRECISIONS, STYLES, build_graph
@@ -44,6 +47,10 @@ class BuildResult:
     precision: str
     head_precision: str
     style: str
+    prefill_precision: str | None = None
+
+
+PREFILL_PRECISIONS = ("w8a8", "none")
 
 
 def open_source(path: Path) -> WeightSource:
@@ -103,6 +110,7 @@ def build_model(
     head_precision: str | None = None,
     style: str = "fast",
     progress: Progress | None = None,
+    prefill: str = "w8a8",
 ) -> BuildResult:
     """Build the model folder ``out`` from ``src`` (a .gguf file or a Hugging Face folder).
 
@@ -116,6 +124,9 @@ def build_model(
             agreement with fp32 (docs/models.md).
         style: ``fast`` (ONNX Runtime contrib ops) or ``plain`` (standard ops, hub layout).
         progress: called as ``progress(stage, done, total)``.
+        prefill: ``w8a8`` (default) also writes ``prefill.onnx`` for the fast style: int8 weights per
+            output channel and int8 activations (DynamicQuantizeMatMul), which prefill prompts 2-3x faster
+            than MatMulNBits on CPUs with VNNI, for about 0.5 GB more memory; ``none`` leaves it out.
 
     Raises:
         ModelError: with a one-line message, for any unusable input or output.
@@ -124,10 +135,13 @@ def build_model(
         raise ModelError(f"unknown precision '{precision}' (choose {', '.join(PRECISIONS)})")
     if head_precision is None:
         head_precision = precision
-    if head_precision not in PRECISIONS:
+    if head_precision not in PRECISIONS or head_precision == "w8a8":
         raise ModelError(f"unknown head precision '{head_precision}' (choose {', '.join(PRECISIONS)})")
     if style not in STYLES:
         raise ModelError(f"unknown graph style '{style}' (choose {', '.join(STYLES)})")
+    if prefill not in PREFILL_PRECISIONS:
+        raise ModelError(f"unknown prefill graph '{prefill}' (choose {', '.join(PREFILL_PRECISIONS)})")
+    prefill_precision = prefill if style == "fast" and prefill != "none" and precision != "fp32" else None
     out = Path(out).absolute()
     started = time.monotonic()
     if out.exists():
@@ -139,7 +153,7 @@ def build_model(
         check_tensors(source)
         tmp = _prepare_output(out)
         try:
-            _write_folder(source, tmp, precision, head_precision, style, progress)
+            _write_folder(source, tmp, precision, head_precision, style, prefill_precision, progress)
             tmp.rename(out)
         except OSError as exc:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -150,7 +164,26 @@ def build_model(
     finally:
         source.close()
     size = sum(p.stat().st_size for p in out.iterdir())
-    return BuildResult(out, time.monotonic() - started, size, precision, head_precision, style)
+    return BuildResult(
+        out, time.monotonic() - started, size, precision, head_precision, style, prefill_precision
+    )
+
+
+def _save_graph(model: Any, path: Path) -> None:
+    import onnx
+
+    weight_bytes = sum(len(t.raw_data) for t in model.graph.initializer)
+    if weight_bytes > PROTOBUF_LIMIT:
+        onnx.save_model(
+            model,
+            str(path),
+            save_as_external_data=True,
+            all_tensors_to_one_file=True,
+            location=path.name + ".data",
+            size_threshold=1024,
+        )
+    else:
+        onnx.save_model(model, str(path))
 
 
 def _write_folder(
@@ -159,29 +192,22 @@ def _write_folder(
     precision: str,
     head_precision: str,
     style: str,
+    prefill_precision: str | None,
     progress: Progress | None,
 ) -> None:
-    import onnx
-
     cfg = source.config
-    model = build_graph(
-        cfg, source.tensor, style=style, precision=precision, head_precision=head_precision, progress=progress
-    )
-    if progress:
-        progress("writing", 0, 1)
-    weight_bytes = sum(len(t.raw_data) for t in model.graph.initializer)
-    if weight_bytes > PROTOBUF_LIMIT:
-        onnx.save_model(
-            model,
-            str(tmp / MODEL_FILE),
-            save_as_external_data=True,
-            all_tensors_to_one_file=True,
-            location=MODEL_FILE + ".data",
-            size_threshold=1024,
+    graphs = [(MODEL_FILE, precision)]
+    if prefill_precision:
+        graphs.append((PREFILL_FILE, prefill_precision))
+    for index, (name, layers) in enumerate(graphs):
+        step = _graph_progress(progress, index, len(graphs), "prefill graph: " if index else "")
+        model = build_graph(
+            cfg, source.tensor, style=style, precision=layers, head_precision=head_precision, progress=step
         )
-    else:
-        onnx.save_model(model, str(tmp / MODEL_FILE))
-    del model
+        if progress:
+            progress("writing", 0, 1)
+        _save_graph(model, tmp / name)
+        del model
     (tmp / TOKENIZER_FILE).write_text(source.tokenizer.tokenizer_json, encoding="utf-8")
     if progress:
         progress("checksum", 0, 1)
@@ -193,6 +219,7 @@ def _write_folder(
         "style": style,
         "precision": precision,
         "head_precision": head_precision,
+        "prefill_precision": prefill_precision,
         "block_size": 32,
         "config": cfg.to_dict() | {"head_dim": cfg.head_dim},
         "max_context": cfg.max_context,
@@ -201,7 +228,8 @@ def _write_folder(
         "bos_token_id": tok.bos_token_id,
         "pad_token_id": tok.pad_token_id,
         "chat_template": tok.chat_template,
-        "files": {"model": MODEL_FILE, "tokenizer": TOKENIZER_FILE},
+        "files": {"model": MODEL_FILE, "tokenizer": TOKENIZER_FILE}
+        | ({"prefill": PREFILL_FILE} if prefill_precision else {}),
         "source": {
             "name": source.description,
             "files": [
@@ -215,3 +243,15 @@ def _write_folder(
     (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False), encoding="utf-8")
     if progress:
         progress("done", 1, 1)
+
+
+def _graph_progress(progress: Progress | None, index: int, count: int, label: str) -> Progress | None:
+    """Report graph ``index`` of ``count`` as its share of one overall bar."""
+    if progress is None:
+        return None
+    report = progress
+
+    def step(stage: str, done: int, total: int) -> None:
+        report(label + stage, index * total + done, count * total)
+
+    return step

@@ -14,6 +14,7 @@ from qwen_desktop.models.errors import ModelError
 
 MANIFEST = "manifest.json"
 MODEL_FILE = "model.onnx"
+PREFILL_FILE = "prefill.onnx"
 TOKENIZER_FILE = "tokenizer.json"
 MANIFEST_FORMAT = "qwen-desktop-model"
 MANIFEST_VERSION = 1

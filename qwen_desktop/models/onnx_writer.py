@@ -33,7 +33,7 @@ from qwen_desktop.models.quant import BlockQuantized, quantize_blockwise
 from qwen_desktop.models.weights import EMBED, FINAL_NORM, LM_HEAD, QwenConfig, layer_names
 
 STYLES = ("fast", "plain")
-PRECISIONS = ("int4", "int8", "fp32")
+PRECISIONS = ("int4", "int8", "w8a8", "fp32")
 BLOCK_SIZE = 32
 ACCURACY_LEVEL_INT8 = 4  # MatMulNBits: run activations in int8 (VNNI/AMX/AVX2 integer kernels)
 OPSET = 21
@@ -121,6 +121,7 @@ class _Writer:
         self.head_precision = head_precision
         self.progress = progress
         self.g = _Graph()
+        self._constants: dict[str, str] = {}
         self.steps_total = cfg.num_layers + 2
         self.steps_done = 0
 
@@ -139,6 +140,8 @@ class _Writer:
             if b is not None:
                 y = g.op1("Add", [y, g.init(f"{base}.bias", b.astype(np.float32))], base + "/Add")
             return y
+        if precision == "w8a8":
+            return self.linear_w8a8(x, w, b, base)
         bits = 4 if precision == "int4" else 8
         q = quantize_blockwise(w, bits, BLOCK_SIZE)
         inputs = [
@@ -160,6 +163,63 @@ class _Writer:
             block_size=BLOCK_SIZE,
             accuracy_level=ACCURACY_LEVEL_INT8,
         )
+
+    def _shared(self, name: str, value: Any, dtype: type) -> str:
+        """One initializer for a constant every int8 linear layer uses."""
+        if name not in self._constants:
+            self._constants[name] = self.g.init(name, np.asarray(value, dtype=dtype))
+        return self._constants[name]
+
+    def linear_w8a8(self, x: str, w: np.ndarray, b: np.ndarray | None, base: str) -> str:
+        """int8 weights (one scale per output channel) times int8 activations (one scale per token).
+
+        MLAS' integer GEMM (VNNI) runs this 2-3x faster than MatMulNBits for many tokens at once. Scales per
+        token, not per tensor: Qwen's first position carries activations ~100x larger than the rest, and
+        a token's result must not depend on which other tokens share its prefill chunk.
+        """
+        g = self.g
+        n, k = w.shape
+        scale = np.maximum(np.abs(w).max(axis=1), 1e-12) / 127.0  # [N]
+        wq = np.clip(np.round(w / scale[:, None]), -127, 127).astype(np.int8).T.copy()  # [K, N]
+        last = self._shared("axes_last", [-1], np.int64)
+        amax = g.op1("ReduceMax", [g.op1("Abs", [x], base + "/Abs"), last], base + "/AbsMax", keepdims=1)
+        x_scale = g.op1(
+            "Max",
+            [
+                g.op1("Mul", [amax, self._shared("inv_127", 1.0 / 127.0, np.float32)], base + "/Scale"),
+                self._shared("tiny_scale", 1e-12, np.float32),
+            ],
+            base + "/ScaleFloor",
+        )  # [b, s, 1]
+        rows_scale = g.op1("Reshape", [x_scale, last], base + "/RowScale")  # [b * s]
+        rows = g.op1(
+            "Reshape", [x, self._shared(f"shape_rows_{k}", [-1, k], np.int64)], base + "/Rows"
+        )  # [b * s, K]
+        zp_128 = self._shared("zp_128", 128, np.uint8)  # symmetric range, stored as uint8 (VNNI's u8 x s8)
+        rows_zp = g.op1("Expand", [zp_128, g.op1("Shape", [rows_scale], base + "/RowShape")], base + "/RowZp")
+        q = g.op1("QuantizeLinear", [rows, rows_scale, rows_zp], base + "/Quantize", axis=0)
+        inputs = [
+            q,
+            g.init(f"{base}.qweight", wq),
+            self._shared("one_f", 1.0, np.float32),
+            g.init(f"{base}.scales", scale.astype(np.float32)),
+            zp_128,
+        ]  # no bias here: the op adds it before the per-token rescale below
+        y = g.op1("MatMulIntegerToFloat", inputs, base + "/MatMulIntegerToFloat", domain=MS_DOMAIN)
+        out_shape = g.op1(
+            "Concat",
+            [
+                g.op1("Shape", [x], base + "/InShape", end=-1),
+                self._shared(f"dim_{n}", [n], np.int64),
+            ],
+            base + "/OutShape",
+            axis=0,
+        )
+        y = g.op1("Reshape", [y, out_shape], base + "/Unrows")  # [b, s, N]
+        y = g.op1("Mul", [y, x_scale], base + "/RowRescale")
+        if b is not None:
+            y = g.op1("Add", [y, g.init(f"{base}.bias", b.astype(np.float32))], base + "/Add")
+        return y
 
     def linear_plain(self, x: str, w: np.ndarray, b: np.ndarray | None, base: str, precision: str) -> str:
         """y = x @ w.T + b with standard ops; quantized weights go through blocked DequantizeLinear."""

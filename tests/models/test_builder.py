@@ -25,8 +25,8 @@ def _reference_logits(cfg, weights):
     return out
 
 
-def _onnx_logits(folder):
-    run = StepRunner(folder)
+def _onnx_logits(folder, graph="model.onnx"):
+    run = StepRunner(folder, graph)
     out = [run.forward(PROMPT)]
     out += [run.forward([t]) for t in DECODE]
     return out
@@ -41,6 +41,10 @@ def _as_quantized(cfg, weights, precision, head_precision, style="fast"):
     def rt(name, prec):
         if prec in bits:
             out[name] = quantize_blockwise(weights[name], bits[prec]).dequantize()
+        elif prec == "w8a8":  # symmetric int8, one scale per output channel
+            w = weights[name]
+            scale = np.abs(w).max(axis=1, keepdims=True) / 127.0
+            out[name] = np.round(w / scale) * scale
 
     for i in range(cfg.num_layers):
         n = layer_names(i)
@@ -113,11 +117,40 @@ def test_default_build_is_int4_fast_with_an_int4_head_and_writes_a_complete_mani
 
     assert m["source"]["files"][0]["sha256"] == hashlib.sha256(tiny_gguf.read_bytes()).hexdigest()
     assert m["config"]["num_layers"] == 2 and m["max_context"] == 512
+    assert m["files"] == {"model": "model.onnx", "tokenizer": "tokenizer.json", "prefill": "prefill.onnx"}
+    assert m["prefill_precision"] == "w8a8"
     assert sorted(p.name for p in tiny_model_dir.iterdir()) == [
         "manifest.json",
         "model.onnx",
+        "prefill.onnx",
         "tokenizer.json",
     ]
+
+
+# int8 weights per channel and int8 activations per tensor, against the reference on the same int8 weights.
+W8A8_ERROR_BOUND = 0.35
+
+
+def test_prefill_graph_runs_int8_matmuls_and_computes_what_its_weights_give(
+    tiny_model_dir, tiny_cfg, tiny_weights
+):
+    import onnx
+
+    ops = [n.op_type for n in onnx.load(str(tiny_model_dir / "prefill.onnx")).graph.node]
+    assert ops.count("MatMulIntegerToFloat") == 2 * 4  # qkv, o, gate_up, down per layer
+    assert ops.count("MatMulNBits") == 1  # the head: the same int4 head as the decode graph
+    got = _onnx_logits(tiny_model_dir, "prefill.onnx")
+    want = _reference_logits(tiny_cfg, _as_quantized(tiny_cfg, tiny_weights, "w8a8", "int4"))
+    for step, (g, w) in enumerate(zip(got, want, strict=True)):
+        assert np.abs(g - w).max() < W8A8_ERROR_BOUND, f"step {step}"
+
+
+def test_no_prefill_graph_for_fp32_or_when_asked_for_none(tmp_path, tiny_gguf, tiny_fp32_dir):
+    assert not (tiny_fp32_dir / "prefill.onnx").exists()
+    folder = build_model(tiny_gguf, tmp_path / "m", prefill="none").folder
+    m = read_manifest(folder)
+    assert "prefill" not in m["files"] and m["prefill_precision"] is None
+    assert not (folder / "prefill.onnx").exists()
 
 
 def test_fast_graph_uses_the_fused_cpu_ops(tiny_model_dir):
@@ -186,5 +219,11 @@ def test_progress_reports_every_layer(tmp_path, tiny_gguf):
     )
     stages = [s for s, _, _ in seen]
     assert "layer 1/2" in stages and "layer 2/2" in stages and stages[-1] == "done"
-    layer_ticks = [(d, t) for s, d, t in seen if s.startswith(("embedding", "layer", "lm head"))]
-    assert [d for d, _ in layer_ticks] == [1, 2, 3, 4] and all(t == 4 for _, t in layer_ticks)
+    assert "prefill graph: layer 2/2" in stages
+    # both graphs share one bar: 4 steps each (embedding, 2 layers, head)
+    ticks = [
+        (d, t)
+        for s, d, t in seen
+        if s.removeprefix("prefill graph: ").startswith(("embedding", "layer", "lm head"))
+    ]
+    assert [d for d, _ in ticks] == list(range(1, 9)) and all(t == 8 for _, t in ticks)

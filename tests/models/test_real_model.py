@@ -112,3 +112,18 @@ def test_int4_agrees_with_fp32_on_the_next_token(real_builds, record_property):
     record_property("int4_fp32_agreement", agreement)
     print(f"int4 vs fp32 next-token agreement: {agreement:.1%} over {len(ids)} positions")
     assert agreement >= 0.90
+
+
+def test_prompts_through_the_prefill_graph_agree_with_fp32(real_builds, record_property):
+    from qwen_desktop.engine.model_files import load_model_files
+    from qwen_desktop.engine.session import OnnxModel
+
+    tok = Tokenizer.from_file(str(real_builds["fp32"] / "tokenizer.json"))
+    ids = tok.encode(AGREEMENT_TEXT, add_special_tokens=False).ids
+    want = StepRunner(real_builds["fp32"]).forward(ids).argmax(-1)
+    model = OnnxModel(load_model_files(real_builds["int4"]), threads=2, max_len=512)
+    assert model.prefill_session is not None
+    agreement = float((model.forward(ids, keep=len(ids)).argmax(-1) == want).mean())
+    record_property("prefill_fp32_agreement", agreement)
+    print(f"prefill graph vs fp32 next-token agreement: {agreement:.1%} over {len(ids)} positions")
+    assert agreement >= 0.90

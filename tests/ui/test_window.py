@@ -327,11 +327,22 @@ def test_context_meter_counts_and_warns_before_turns_drop(
     assert "oldest" in window.context_warning.text()
 
 
-def test_ui_stays_responsive_during_a_256_token_answer(settings_for, make_window, tiny_model_dir, qtbot):
+def test_ui_stays_responsive_during_a_256_token_answer(
+    settings_for, make_window, tiny_model_dir, qtbot, tmp_path
+):
+    import json
+    import shutil
     import time
 
+    # A copy of the tiny model without stop ids, so the answer always runs to the 256-token limit (the
+    # random model may sample its end-of-turn token at any point).
+    folder = tmp_path / "never-stops"
+    shutil.copytree(tiny_model_dir, folder)
+    manifest = json.loads((folder / "manifest.json").read_text())
+    manifest["eos_token_ids"] = []
+    (folder / "manifest.json").write_text(json.dumps(manifest))
     # Sampled, not greedy: greedy on the tiny model drafts with prompt lookup and ends in a blink.
-    settings_for(model_path=str(tiny_model_dir), temperature=0.7, seed=1, max_tokens=256, system_prompt="")
+    settings_for(model_path=str(folder), temperature=0.7, seed=1, max_tokens=256, system_prompt="")
     window = make_window()
     ticks = []
     timer = QTimer()

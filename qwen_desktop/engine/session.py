@@ -7,6 +7,7 @@ only prefills what differs.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import platform
@@ -50,6 +51,25 @@ def optimized_cache_path(graph: Path, cache_root: Path) -> Path:
 # Prompts of at least this many new tokens go through the int8 prefill graph when the folder has one: below
 # it the 4-bit decode graph, which reads half the weight bytes, is as fast (docs/engine.md).
 PREFILL_MIN_TOKENS = 8
+
+
+CACHE_SOURCE = "graph.txt"  # in each cache entry: the graph it was made from
+
+
+def drop_stale_cache_entries(cache_root: Path, keep: Path) -> None:
+    """Remove optimized copies that no graph will use again: older copies of the graph ``keep`` was made
+    from (rebuilt or re-imported models), copies of graphs that no longer exist, and entries made before
+    they recorded their graph. Each holds the model's weights twice, so left alone they pile up."""
+    source = (keep / CACHE_SOURCE).read_text(encoding="utf-8")
+    for entry in cache_root.iterdir():
+        if entry == keep or not entry.is_dir():
+            continue
+        try:
+            other = (entry / CACHE_SOURCE).read_text(encoding="utf-8")
+        except OSError:
+            other = ""
+        if entry.name.endswith(".partial") or other in ("", source) or not Path(other).is_file():
+            shutil.rmtree(entry, ignore_errors=True)
 
 
 class ContextFullError(ModelError):
@@ -146,13 +166,16 @@ class OnnxModel:
         opts.add_session_config_entry("session.save_external_prepacked_constant_initializers", "1")
         try:
             session = self._create(graph, opts)
+            (tmp / CACHE_SOURCE).write_text(str(graph.resolve()), encoding="utf-8")
             tmp.rename(cached.parent)
-            return session
         except (OSError, ModelError):
             # Writing the cache failed (a full disk, say) or the graph itself is bad: try once without the
             # cache, which raises the clear ModelError if the graph is the problem.
             shutil.rmtree(tmp, ignore_errors=True)
             return self._create(graph, session_options(ort, self.threads, spinning))
+        with contextlib.suppress(OSError):  # tidying is optional; the new copy is already in place
+            drop_stale_cache_entries(cache_root, cached.parent)
+        return session
 
     def _create(self, graph: Path, opts: Any) -> Any:
         try:

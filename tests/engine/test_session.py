@@ -106,3 +106,25 @@ def test_a_prompt_token_does_not_depend_on_the_tokens_that_share_its_chunk(tiny_
     model.forward(PROMPT[:10])
     split = model.forward(PROMPT[10:])[-1]
     assert np.abs(whole - split).max() < 1e-3
+
+
+def test_stale_optimized_copies_are_removed_when_a_new_one_is_made(tmp_path, tiny_model_dir):
+    from qwen_desktop.engine.session import optimized_cache_path
+
+    folder = tmp_path / "m"
+    shutil.copytree(tiny_model_dir, folder)
+    gone = tmp_path / "gone"
+    shutil.copytree(tiny_model_dir, gone)
+    cache = tmp_path / "ort"
+    OnnxModel(load_model_files(gone), threads=1, max_len=32, cache_root=cache)
+    OnnxModel(load_model_files(folder), threads=1, max_len=32, cache_root=cache)
+    first = {optimized_cache_path(folder / g, cache).parent for g in ("model.onnx", "prefill.onnx")}
+    assert first <= set(cache.iterdir())
+    assert len(list(cache.iterdir())) == 4  # two graphs of two folders
+    shutil.rmtree(gone)  # a deleted model
+    (folder / "model.onnx").touch()  # a rebuilt graph: a new key
+    model = OnnxModel(load_model_files(folder), threads=1, max_len=32, cache_root=cache)
+    now = set(cache.iterdir())
+    assert now == {optimized_cache_path(folder / g, cache).parent for g in ("model.onnx", "prefill.onnx")}
+    assert optimized_cache_path(folder / "prefill.onnx", cache).parent in first  # still valid: kept
+    assert model.forward(PROMPT).shape == (1, model.files.vocab_size)

@@ -34,7 +34,7 @@ TURN6_ANSWER_TOKENS = 48
 CONTEXT = 4096  # the bench's context limit; peers get the same KV-cache length
 
 LABELS = {
-    "ours": "Qwen Desktop engine (our int4 build, onnxruntime)",
+    "ours": "Qwen Desktop engine (our default build: int4 decode + int8 prefill graphs, onnxruntime)",
     "llama": "llama.cpp (llama-cpp-python, the GGUF itself)",
     "genai": "onnxruntime-genai int4 (its builder, last-token logits)",
     "hf": "transformers + torch fp32",

@@ -151,6 +151,9 @@ def test_no_prefill_graph_for_fp32_or_when_asked_for_none(tmp_path, tiny_gguf, t
     m = read_manifest(folder)
     assert "prefill" not in m["files"] and m["prefill_precision"] is None
     assert not (folder / "prefill.onnx").exists()
+    # a w8a8 build is already int8 throughout: no second copy of the same graph
+    w8a8 = build_model(tiny_gguf, tmp_path / "w8a8", precision="w8a8", head_precision="int4").folder
+    assert sorted(p.name for p in w8a8.iterdir()) == ["manifest.json", "model.onnx", "tokenizer.json"]
 
 
 def test_fast_graph_uses_the_fused_cpu_ops(tiny_model_dir):

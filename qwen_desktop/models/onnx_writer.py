@@ -170,6 +170,19 @@ class _Writer:
             self._constants[name] = self.g.init(name, np.asarray(value, dtype=dtype))
         return self._constants[name]
 
+    def _rows_zero_point(self, zp_128: str) -> str:
+        """The ``[b * s]`` zero points of 128 that every int8 layer's QuantizeLinear takes, made once per
+        graph from the input's size (all layers quantize the same number of rows)."""
+        if "rows_zp" not in self._constants:
+            g = self.g
+            rows = g.op1(
+                "Reshape",
+                [g.op1("Size", ["input_ids"], "rows/Size"), self._shared("axes_last", [-1], np.int64)],
+                "rows/Count",
+            )  # [1]: b * s
+            self._constants["rows_zp"] = g.op1("Expand", [zp_128, rows], "rows/ZeroPoint")
+        return self._constants["rows_zp"]
+
     def linear_w8a8(self, x: str, w: np.ndarray, b: np.ndarray | None, base: str) -> str:
         """int8 weights (one scale per output channel) times int8 activations (one scale per token).
 
@@ -196,8 +209,9 @@ class _Writer:
             "Reshape", [x, self._shared(f"shape_rows_{k}", [-1, k], np.int64)], base + "/Rows"
         )  # [b * s, K]
         zp_128 = self._shared("zp_128", 128, np.uint8)  # symmetric range, stored as uint8 (VNNI's u8 x s8)
-        rows_zp = g.op1("Expand", [zp_128, g.op1("Shape", [rows_scale], base + "/RowShape")], base + "/RowZp")
-        q = g.op1("QuantizeLinear", [rows, rows_scale, rows_zp], base + "/Quantize", axis=0)
+        q = g.op1(
+            "QuantizeLinear", [rows, rows_scale, self._rows_zero_point(zp_128)], base + "/Quantize", axis=0
+        )
         inputs = [
             q,
             g.init(f"{base}.qweight", wq),

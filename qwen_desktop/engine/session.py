@@ -56,11 +56,11 @@ PREFILL_MIN_TOKENS = 8
 CACHE_SOURCE = "graph.txt"  # in each cache entry: the graph it was made from
 
 
-def drop_stale_cache_entries(cache_root: Path, keep: Path) -> None:
-    """Remove optimized copies that no graph will use again: older copies of the graph ``keep`` was made
-    from (rebuilt or re-imported models), copies of graphs that no longer exist, and entries made before
-    they recorded their graph. Each holds the model's weights twice, so left alone they pile up."""
-    source = (keep / CACHE_SOURCE).read_text(encoding="utf-8")
+def drop_stale_cache_entries(cache_root: Path, keep: Path, source: str) -> None:
+    """Remove optimized copies that no graph will use again: older copies of ``source``, the graph that
+    ``keep`` was just made from (rebuilt or re-imported models), copies of graphs that no longer exist, and
+    entries made before they recorded their graph. Each holds the model's weights twice, so left alone they
+    pile up."""
     for entry in cache_root.iterdir():
         if entry == keep or not entry.is_dir():
             continue
@@ -166,7 +166,8 @@ class OnnxModel:
         opts.add_session_config_entry("session.save_external_prepacked_constant_initializers", "1")
         try:
             session = self._create(graph, opts)
-            (tmp / CACHE_SOURCE).write_text(str(graph.resolve()), encoding="utf-8")
+            source = str(graph.resolve())
+            (tmp / CACHE_SOURCE).write_text(source, encoding="utf-8")
             tmp.rename(cached.parent)
         except (OSError, ModelError):
             # Writing the cache failed (a full disk, say) or the graph itself is bad: try once without the
@@ -174,7 +175,7 @@ class OnnxModel:
             shutil.rmtree(tmp, ignore_errors=True)
             return self._create(graph, session_options(ort, self.threads, spinning))
         with contextlib.suppress(OSError):  # tidying is optional; the new copy is already in place
-            drop_stale_cache_entries(cache_root, cached.parent)
+            drop_stale_cache_entries(cache_root, cached.parent, source)
         return session
 
     def _create(self, graph: Path, opts: Any) -> Any:

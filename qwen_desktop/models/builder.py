@@ -29,7 +29,7 @@ from qwen_desktop.models.manifest import (
     PREFILL_FILE,
     TOKENIZER_FILE,
 )
-from qwen_desktop.models.onnx_writer import PRECISIONS, STYLES, build_graph
+from qwen_desktop.models.onnx_writer import BLOCK_SIZE, PRECISIONS, STYLES, build_graph, fast_block_size
 from qwen_desktop.models.weights import WeightSource, check_tensors
 
 PROTOBUF_LIMIT = 2_000_000_000  # one protobuf message cannot pass 2 GiB; leave headroom for the graph itself
@@ -189,6 +189,25 @@ def _save_graph(model: Any, path: Path) -> None:
         onnx.save_model(model, str(path))
 
 
+def _block_sizes(style: str, precision: str, head_precision: str) -> dict[str, int]:
+    """The block size of each blocked (int4 or int8) tensor in model.onnx, by name."""
+
+    def size(name: str, bits_precision: str) -> int:
+        return fast_block_size(name) if style == "fast" and bits_precision == "int4" else BLOCK_SIZE
+
+    sizes: dict[str, int] = {}
+    if precision in ("int4", "int8"):
+        fast = ("qkv_proj", "o_proj", "gate_up_proj", "down_proj")
+        plain = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+        for name in fast if style == "fast" else plain:
+            sizes[name] = size(name, precision)
+    if head_precision in ("int4", "int8"):
+        sizes["lm_head"] = size("lm_head", head_precision)
+        if style == "fast":
+            sizes["embed_tokens"] = BLOCK_SIZE
+    return sizes
+
+
 def _write_folder(
     source: WeightSource,
     tmp: Path,
@@ -223,7 +242,7 @@ def _write_folder(
         "precision": precision,
         "head_precision": head_precision,
         "prefill_precision": prefill_precision,
-        "block_size": 32,
+        "block_sizes": _block_sizes(style, precision, head_precision),
         "config": cfg.to_dict() | {"head_dim": cfg.head_dim},
         "max_context": cfg.max_context,
         "eos_token_ids": list(tok.eos_token_ids),

@@ -34,7 +34,12 @@ from qwen_desktop.models.weights import EMBED, FINAL_NORM, LM_HEAD, QwenConfig, 
 
 STYLES = ("fast", "plain")
 PRECISIONS = ("int4", "int8", "w8a8", "fp32")
-BLOCK_SIZE = 32
+BLOCK_SIZE = 32  # the embedding, the plain style, and any fast-style tensor not named below
+# Fast-style 4-bit block size per fused linear layer. Larger blocks read fewer scales per token (decode is
+# memory bound) but fit the weights more coarsely; measured with the numpy reference against fp32
+# (docs/engine.md), down_proj keeps its quality at 128 and o_proj at 64, while qkv, gate_up and the head
+# lose the most when their blocks grow.
+FAST_BLOCK_SIZES = {"qkv_proj": 32, "o_proj": 64, "gate_up_proj": 32, "down_proj": 128, "lm_head": 32}
 ACCURACY_LEVEL_INT8 = 4  # MatMulNBits: run activations in int8 (VNNI/AMX/AVX2 integer kernels)
 OPSET = 21
 MS_DOMAIN = "com.microsoft"
@@ -102,6 +107,11 @@ def _rope_cache(cfg: QwenConfig, max_len: int) -> tuple[np.ndarray, np.ndarray]:
     return np.cos(angles).astype(np.float32), np.sin(angles).astype(np.float32)
 
 
+def fast_block_size(base: str) -> int:
+    """The 4-bit block size of the fast-style linear layer named ``base`` (``layers.3.down_proj``, ``lm_head``)."""
+    return FAST_BLOCK_SIZES.get(base.rsplit(".", 1)[-1], BLOCK_SIZE)
+
+
 class _Writer:
     def __init__(
         self,
@@ -143,7 +153,8 @@ class _Writer:
         if precision == "w8a8":
             return self.linear_w8a8(x, w, b, base)
         bits = 4 if precision == "int4" else 8
-        q = quantize_blockwise(w, bits, BLOCK_SIZE)
+        block_size = fast_block_size(base) if bits == 4 else BLOCK_SIZE
+        q = quantize_blockwise(w, bits, block_size)
         inputs = [
             x,
             g.init(f"{base}.qweight", q.packed),  # [N, n_blocks, block_size * bits / 8]
@@ -160,7 +171,7 @@ class _Writer:
             K=k,
             N=n,
             bits=bits,
-            block_size=BLOCK_SIZE,
+            block_size=block_size,
             accuracy_level=ACCURACY_LEVEL_INT8,
         )
 
@@ -678,4 +689,4 @@ def build_graph(
     return _Writer(cfg, fetch, precision, head_precision, progress).build(style)
 
 
-__all__ = ["PRECISIONS", "STYLES", "BlockQuantized", "build_graph"]
+__all__ = ["FAST_BLOCK_SIZES", "PRECISIONS", "STYLES", "BlockQuantized", "build_graph", "fast_block_size"]

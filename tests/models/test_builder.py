@@ -9,6 +9,7 @@ import pytest
 
 from qwen_desktop.models.builder import build_model
 from qwen_desktop.models.manifest import read_manifest
+from qwen_desktop.models.onnx_writer import BLOCK_SIZE, fast_block_size
 from qwen_desktop.models.quant import quantize_blockwise
 from qwen_desktop.models.reference import ReferenceModel
 from qwen_desktop.models.weights import EMBED, LM_HEAD, layer_names
@@ -38,9 +39,13 @@ def _as_quantized(cfg, weights, precision, head_precision, style="fast"):
     bits = {"int4": 4, "int8": 8}
     out = dict(weights)
 
-    def rt(name, prec):
+    fused = {"q": "qkv_proj", "k": "qkv_proj", "v": "qkv_proj", "o": "o_proj", "gate": "gate_up_proj"}
+    fused |= {"up": "gate_up_proj", "down": "down_proj", "head": "lm_head", "embed": "embed_tokens"}
+
+    def rt(name, prec, key):
         if prec in bits:
-            out[name] = quantize_blockwise(weights[name], bits[prec]).dequantize()
+            block = fast_block_size(fused[key]) if style == "fast" and prec == "int4" else BLOCK_SIZE
+            out[name] = quantize_blockwise(weights[name], bits[prec], block).dequantize()
         elif prec == "w8a8":  # symmetric int8, one scale per output channel
             w = weights[name]
             scale = np.abs(w).max(axis=1, keepdims=True) / 127.0
@@ -49,10 +54,10 @@ def _as_quantized(cfg, weights, precision, head_precision, style="fast"):
     for i in range(cfg.num_layers):
         n = layer_names(i)
         for key in ("q", "k", "v", "o", "gate", "up", "down"):
-            rt(n[key], precision)
+            rt(n[key], precision, key)
     if style == "fast":
-        rt(EMBED, head_precision)
-    rt(LM_HEAD, head_precision)
+        rt(EMBED, head_precision, "embed")
+    rt(LM_HEAD, head_precision, "head")
     return out
 
 
@@ -165,10 +170,16 @@ def test_fast_graph_uses_the_fused_cpu_ops(tiny_model_dir):
     assert ops.count("MatMulNBits") == 2 * 4 + 1  # qkv, o, gate_up, down per layer; the head
     assert "GatherBlockQuantized" in ops
     assert "SkipSimplifiedLayerNormalization" in ops
+    sizes = read_manifest(tiny_model_dir)["block_sizes"]
+    assert sizes["down_proj"] == 128 and sizes["o_proj"] == 64 and sizes["qkv_proj"] == 32
+    seen = set()
     for n in model.graph.node:
         if n.op_type == "MatMulNBits":
             attrs = {a.name: a.i for a in n.attribute}
-            assert attrs["block_size"] == 32 and attrs["accuracy_level"] == 4
+            tensor = n.name.split("/")[0].rsplit(".", 1)[-1]  # layers.0.down_proj/MatMulNBits -> down_proj
+            assert attrs["block_size"] == sizes[tensor] and attrs["accuracy_level"] == 4, n.name
+            seen.add(tensor)
+    assert seen == {"qkv_proj", "o_proj", "gate_up_proj", "down_proj", "lm_head"}
 
 
 def test_fast_graph_computes_logits_only_for_the_kept_positions(tiny_model_dir):

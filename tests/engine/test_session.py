@@ -128,3 +128,17 @@ def test_stale_optimized_copies_are_removed_when_a_new_one_is_made(tmp_path, tin
     assert now == {optimized_cache_path(folder / g, cache).parent for g in ("model.onnx", "prefill.onnx")}
     assert optimized_cache_path(folder / "prefill.onnx", cache).parent in first  # still valid: kept
     assert model.forward(PROMPT).shape == (1, model.files.vocab_size)
+
+
+def test_a_damaged_prefill_graph_is_a_clear_error_while_both_graphs_load_side_by_side(tmp_path, tiny_model_dir):
+    from qwen_desktop.models.errors import ModelError
+
+    folder = tmp_path / "m"
+    shutil.copytree(tiny_model_dir, folder)
+    data = (folder / "prefill.onnx").read_bytes()
+    (folder / "prefill.onnx").write_bytes(data[: len(data) // 3])  # an interrupted copy
+    for cache in (None, tmp_path / "ort"):
+        with pytest.raises(ModelError, match="cannot be loaded"):
+            OnnxModel(load_model_files(folder), threads=1, max_len=32, cache_root=cache)
+    # the good graph's optimized copy was made and kept; nothing half-written is left behind
+    assert [p.name.endswith(".partial") for p in (tmp_path / "ort").iterdir()] == [False]

@@ -130,7 +130,9 @@ def test_stale_optimized_copies_are_removed_when_a_new_one_is_made(tmp_path, tin
     assert model.forward(PROMPT).shape == (1, model.files.vocab_size)
 
 
-def test_a_damaged_prefill_graph_is_a_clear_error_while_both_graphs_load_side_by_side(tmp_path, tiny_model_dir):
+def test_a_damaged_prefill_graph_is_a_clear_error_while_both_graphs_load_side_by_side(
+    tmp_path, tiny_model_dir
+):
     from qwen_desktop.models.errors import ModelError
 
     folder = tmp_path / "m"

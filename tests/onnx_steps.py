@@ -19,6 +19,8 @@ class StepRunner:
         opts.intra_op_num_threads = 1
         self.session = ort.InferenceSession(str(folder / graph), opts, providers=["CPUExecutionProvider"])
         self.out_names = [o.name for o in self.session.get_outputs()]
+        head = self.manifest["files"].get("head")  # format 2: the decoder graphs end at "hidden"
+        self.head = ort.InferenceSession(str(folder / head), opts) if head else None
         self.reset()
 
     def reset(self) -> None:
@@ -43,4 +45,6 @@ class StepRunner:
         for name, value in zip(self.out_names[1:], outs[1:], strict=True):
             self.past[name.replace("present.", "past_key_values.")] = value
         self.length = total
+        if self.head is not None:
+            return self.head.run(None, {"hidden": outs[0]})[0][0]
         return outs[0][0]

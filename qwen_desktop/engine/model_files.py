@@ -27,6 +27,9 @@ class ModelFiles:
         style: ``fast`` (our contrib-op graph with a shared KV buffer) or ``plain`` (hub export layout).
         prefill_graph: an optional second graph with the same inputs and outputs, faster for many tokens
             at once (the builder's int8 ``prefill.onnx``); None when the folder has none.
+        head_graph: the output head as its own graph (``head.onnx``, manifest format 2): then ``graph`` and
+            ``prefill_graph`` output final-norm ``hidden`` states of ``hidden_size``, and this turns them
+            into logits. None when ``graph`` outputs logits itself.
     """
 
     folder: Path
@@ -44,6 +47,8 @@ class ModelFiles:
     precision: str = "unknown"
     manifest: dict[str, Any] = field(default_factory=dict)
     prefill_graph: Path | None = None
+    head_graph: Path | None = None
+    hidden_size: int = 0
 
 
 def load_model_files(folder: Path) -> ModelFiles:
@@ -80,6 +85,8 @@ def _from_manifest(folder: Path) -> ModelFiles:
             precision=str(m.get("precision", "unknown")),
             manifest=m,
             prefill_graph=_optional(folder, m["files"].get("prefill")),
+            head_graph=folder / m["files"]["head"] if m["files"].get("head") else None,
+            hidden_size=int(cfg.get("hidden_size", 0)),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise ModelError(f"{folder.name}: manifest.json is incomplete ({exc})") from None
@@ -136,5 +143,7 @@ def _optional(folder: Path, name: object) -> Path | None:
 def _check_present(files: ModelFiles) -> None:
     if not files.graph.is_file():
         raise ModelError(f"{files.folder.name}: {files.graph.name} is missing")
+    if files.head_graph is not None and not files.head_graph.is_file():
+        raise ModelError(f"{files.folder.name}: {files.head_graph.name} is missing")
     if not files.tokenizer.is_file():
         raise ModelError(f"{files.folder.name}: tokenizer.json is missing")

@@ -92,6 +92,10 @@ def session_options(ort: Any, threads: int, spinning: bool, optimize: bool = Tru
         ort.GraphOptimizationLevel.ORT_ENABLE_ALL if optimize else ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     )
     opts.add_session_config_entry("session.intra_op.allow_spinning", "1" if spinning else "0")
+    # A model runs two or three sessions in turn (decoder, head, prefill); threads one of them leaves
+    # spinning after its run would take a core from the next. Decode with a separate head: 0.90x without
+    # this, 0.99x with it, against the head inside the decode graph (docs/engine.md).
+    opts.add_session_config_entry("session.force_spinning_stop", "1")
     opts.log_severity_level = 3
     return opts
 
@@ -127,30 +131,43 @@ class OnnxModel:
         self._made_cache_entry = False
         # The prefill graph shares the KV buffers (fast style only: plain graphs hand the cache back). Its
         # threads never spin: its runs are long, and spinning threads left behind by one session slow the
-        # other down (turn-6 TTFT 75 -> 59 ms). ONNX Runtime releases the GIL while it creates a session, so
-        # the two sessions load side by side (0.95 s -> 0.55 s for the 0.5B model from the cache).
+        # other down (turn-6 TTFT 75 -> 59 ms). A format-2 folder's head graph turns either graph's hidden states
+        # into logits. ONNX Runtime releases the GIL while it creates a session, so the sessions load side
+        # by side (two graphs: 0.95 s -> 0.55 s for the 0.5B model from the cache).
         self.prefill_session: Any = None
-        prefill: dict[str, Any] = {}
-        loader = None
-        if files.prefill_graph is not None and files.style == "fast":
-            prefill_graph = files.prefill_graph
+        self.head_session: Any = None
+        extra: dict[str, tuple[Path, bool]] = {}  # role -> (graph, spinning)
+        if files.style == "fast":
+            if files.prefill_graph is not None:
+                extra["prefill"] = (files.prefill_graph, False)
+            if files.head_graph is not None:
+                # Runs right after each decode-graph run, with the same spinning (stopped at the end of
+                # every run, see session_options).
+                extra["head"] = (files.head_graph, spinning)
+        opened: dict[str, Any] = {}
+        failed: list[BaseException] = []
 
-            def open_prefill() -> None:
-                try:
-                    prefill["session"] = self._open(prefill_graph, cache_root, spinning=False)
-                except BaseException as exc:  # handed to the caller's thread below
-                    prefill["error"] = exc
+        def open_extra(role: str, graph: Path, spin: bool) -> None:
+            try:
+                opened[role] = self._open(graph, cache_root, spinning=spin)
+            except BaseException as exc:  # handed to the caller's thread below
+                failed.append(exc)
 
-            loader = threading.Thread(target=open_prefill, name="qwen-prefill-load", daemon=True)
-            loader.start()
+        loaders = [
+            threading.Thread(target=open_extra, args=(role, g, spin), name=f"qwen-{role}-load", daemon=True)
+            for role, (g, spin) in extra.items()
+        ]
+        for t in loaders:
+            t.start()
         try:
             self.session = self._open(files.graph, cache_root, spinning)
         finally:
-            if loader is not None:
-                loader.join()
-        if "error" in prefill:
-            raise prefill["error"]
-        self.prefill_session = prefill.get("session")
+            for t in loaders:
+                t.join()
+        if failed:
+            raise failed[0]
+        self.prefill_session = opened.get("prefill")
+        self.head_session = opened.get("head")
         if cache_root is not None and self._made_cache_entry:
             # Tidy once both sessions are open: done earlier, it could remove the other graph's copy while
             # that copy is still being written.
@@ -236,6 +253,8 @@ class OnnxModel:
         self._logits: dict[int, Any] = {}
         self._binding = self._bind_cache(self.session)
         self._prefill_binding = self._bind_cache(self.prefill_session) if self.prefill_session else None
+        self._hidden: dict[int, Any] = {}  # [1, keep, hidden] buffers between the decoder and the head
+        self._head_binding = self.head_session.io_binding() if self.head_session else None
 
     def _bind_cache(self, session: Any) -> Any:
         binding = session.io_binding()
@@ -303,8 +322,22 @@ class OnnxModel:
                 np.zeros((1, keep, self.files.vocab_size), np.float32)
             )
             self._logits[keep] = out
-        b.bind_ortvalue_output("logits", out)
-        session.run_with_iobinding(b)
+        if self._head_binding is None:
+            b.bind_ortvalue_output("logits", out)
+            session.run_with_iobinding(b)
+        else:
+            hidden = self._hidden.get(keep)
+            if hidden is None:
+                hidden = self._ort.OrtValue.ortvalue_from_numpy(
+                    np.zeros((1, keep, self.files.hidden_size), np.float32)
+                )
+                self._hidden[keep] = hidden
+            b.bind_ortvalue_output("hidden", hidden)
+            session.run_with_iobinding(b)
+            h = self._head_binding
+            h.bind_ortvalue_input("hidden", hidden)
+            h.bind_ortvalue_output("logits", out)
+            self.head_session.run_with_iobinding(h)
         result: np.ndarray = out.numpy()[0]  # [keep, vocab]
         return result
 

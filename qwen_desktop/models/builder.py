@@ -3,7 +3,8 @@
 The folder holds ``model.onnx`` (plus ``model.onnx.data`` when the weights pass 2 GB), ``tokenizer.json``
 and ``manifest.json``; quantized fast builds also hold ``prefill.onnx``, the same decoder with int8 weights
 and int8 activations, which the engine runs for prompts (2-4x faster than 4-bit weights for many tokens at
-once) while ``model.onnx`` decodes the reply. The folder is written under a temporary name beside OUT and
+once) while ``model.onnx`` decodes the reply; both then end at the final norm and feed ``head.onnx``, the
+output head, which is stored and loaded once. The folder is written under a temporary name beside OUT and
 renamed at the end, so an interrupted build leaves nothing half-made behind.
 """
 
@@ -22,6 +23,7 @@ from typing import Any
 from qwen_desktop import __version__
 from qwen_desktop.models.errors import ModelError, OutputError
 from qwen_desktop.models.manifest import (
+    HEAD_FILE,
     MANIFEST,
     MANIFEST_FORMAT,
     MANIFEST_VERSION,
@@ -29,7 +31,14 @@ from qwen_desktop.models.manifest import (
     PREFILL_FILE,
     TOKENIZER_FILE,
 )
-from qwen_desktop.models.onnx_writer import BLOCK_SIZE, PRECISIONS, STYLES, build_graph, fast_block_size
+from qwen_desktop.models.onnx_writer import (
+    BLOCK_SIZE,
+    PRECISIONS,
+    STYLES,
+    build_graph,
+    build_head_graph,
+    fast_block_size,
+)
 from qwen_desktop.models.weights import WeightSource, check_tensors
 
 PROTOBUF_LIMIT = 2_000_000_000  # one protobuf message cannot pass 2 GiB; leave headroom for the graph itself
@@ -190,7 +199,7 @@ def _save_graph(model: Any, path: Path) -> None:
 
 
 def _block_sizes(style: str, precision: str, head_precision: str) -> dict[str, int]:
-    """The block size of each blocked (int4 or int8) tensor in model.onnx, by name."""
+    """The block size of each blocked (int4 or int8) tensor of the decode graph (and head.onnx), by name."""
 
     def size(name: str, bits_precision: str) -> int:
         return fast_block_size(name) if style == "fast" and bits_precision == "int4" else BLOCK_SIZE
@@ -221,15 +230,28 @@ def _write_folder(
     graphs = [(MODEL_FILE, precision)]
     if prefill_precision:
         graphs.append((PREFILL_FILE, prefill_precision))
+    # With two decoder graphs the output head is a third graph that both feed, so its packed weights are
+    # loaded once (docs/models.md).
+    split_head = len(graphs) > 1
     for index, (name, layers) in enumerate(graphs):
         step = _graph_progress(progress, index, len(graphs), "prefill graph: " if index else "")
         model = build_graph(
-            cfg, source.tensor, style=style, precision=layers, head_precision=head_precision, progress=step
+            cfg,
+            source.tensor,
+            style=style,
+            precision=layers,
+            head_precision=head_precision,
+            progress=step,
+            split_head=split_head,
         )
         if progress:
             progress("writing", 0, 1)
         _save_graph(model, tmp / name)
         del model
+    if split_head:
+        if progress:
+            progress("output head", 0, 1)
+        _save_graph(build_head_graph(cfg, source.tensor, head_precision), tmp / HEAD_FILE)
     (tmp / TOKENIZER_FILE).write_text(source.tokenizer.tokenizer_json, encoding="utf-8")
     if progress:
         progress("checksum", 0, 1)
@@ -251,7 +273,7 @@ def _write_folder(
         "pad_token_id": tok.pad_token_id,
         "chat_template": tok.chat_template,
         "files": {"model": MODEL_FILE, "tokenizer": TOKENIZER_FILE}
-        | ({"prefill": PREFILL_FILE} if prefill_precision else {}),
+        | ({"prefill": PREFILL_FILE, "head": HEAD_FILE} if prefill_precision else {}),
         "source": {
             "name": source.description,
             "files": [

@@ -15,9 +15,10 @@ from qwen_desktop.models.errors import ModelError
 MANIFEST = "manifest.json"
 MODEL_FILE = "model.onnx"
 PREFILL_FILE = "prefill.onnx"
+HEAD_FILE = "head.onnx"  # the output head that model.onnx and prefill.onnx both feed (format 2)
 TOKENIZER_FILE = "tokenizer.json"
 MANIFEST_FORMAT = "qwen-desktop-model"
-MANIFEST_VERSION = 1
+MANIFEST_VERSION = 2
 
 
 def read_manifest(folder: Path) -> dict[str, Any]:

@@ -120,6 +120,7 @@ class _Writer:
         precision: str,
         head_precision: str,
         progress: Progress | None,
+        split_head: bool = False,
     ) -> None:
         if precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {PRECISIONS}")
@@ -130,6 +131,9 @@ class _Writer:
         self.precision = precision
         self.head_precision = head_precision
         self.progress = progress
+        self.split_head = (
+            split_head  # fast style: end at the final norm ("hidden"); the head is its own graph
+        )
         self.g = _Graph()
         self._constants: dict[str, str] = {}
         self.steps_total = cfg.num_layers + 2
@@ -308,13 +312,17 @@ class _Writer:
                     "position_ids", TensorProto.INT64, ["batch_size", "sequence_length"]
                 )
             )
-        outputs = [
-            helper.make_tensor_value_info(
+        if style == "fast" and self.split_head:
+            first = helper.make_tensor_value_info(
+                "hidden", TensorProto.FLOAT, ["batch_size", "num_logits", cfg.hidden_size]
+            )
+        else:
+            first = helper.make_tensor_value_info(
                 "logits",
                 TensorProto.FLOAT,
                 ["batch_size", "num_logits" if style == "fast" else "sequence_length", cfg.vocab_size],
             )
-        ]
+        outputs = [first]
         for i in range(cfg.num_layers):
             for kind in ("key", "value"):
                 inputs.append(
@@ -504,10 +512,42 @@ class _Writer:
             domain=MS_DOMAIN,
             epsilon=eps,
         )[0]
-        self.linear_fast(final, self._head_weight(), None, "lm_head", self.head_precision)
-        self.g.nodes[-1].output[0] = "logits"
+        if self.split_head:
+            self.g.nodes[-1].output[0] = "hidden"
+        else:
+            self.linear_fast(final, self._head_weight(), None, "lm_head", self.head_precision)
+            self.g.nodes[-1].output[0] = "logits"
         self._tick("lm head")
         return self._model("fast")
+
+    def build_head(self) -> onnx.ModelProto:
+        """The output head alone: final-norm hidden states ``[batch, n, hidden]`` -> logits ``[batch, n, vocab]``.
+
+        The decode and prefill graphs of a folder share it, so its packed weights (~100 MB for Qwen's 151k
+        vocabulary) are in memory once instead of once per graph.
+        """
+        cfg = self.cfg
+        self.linear_fast("hidden", self._head_weight(), None, "lm_head", self.head_precision)
+        self.g.nodes[-1].output[0] = "logits"
+        graph = helper.make_graph(
+            self.g.nodes,
+            "qwen2_head",
+            [
+                helper.make_tensor_value_info(
+                    "hidden", TensorProto.FLOAT, ["batch_size", "num_logits", cfg.hidden_size]
+                )
+            ],
+            [
+                helper.make_tensor_value_info(
+                    "logits", TensorProto.FLOAT, ["batch_size", "num_logits", cfg.vocab_size]
+                )
+            ],
+            self.g.inits,
+        )
+        opsets = [helper.make_opsetid("", OPSET), helper.make_opsetid(MS_DOMAIN, 1)]
+        model = helper.make_model(graph, opset_imports=opsets, producer_name="qwen-desktop")
+        model.ir_version = 10
+        return model
 
     # -- plain ----------------------------------------------------------------------------------------------
     def _rms_plain(self, x: str, weight: np.ndarray, base: str) -> str:
@@ -684,9 +724,29 @@ def build_graph(
     precision: str = "int4",
     head_precision: str = "int8",
     progress: Progress | None = None,
+    split_head: bool = False,
 ) -> onnx.ModelProto:
-    """Build the ONNX model of a Qwen2 decoder whose tensors ``fetch(name)`` returns (HF names, float32)."""
-    return _Writer(cfg, fetch, precision, head_precision, progress).build(style)
+    """Build the ONNX model of a Qwen2 decoder whose tensors ``fetch(name)`` returns (HF names, float32).
+
+    With ``split_head`` (fast style only) the graph outputs the final-norm ``hidden`` states of the kept
+    positions instead of logits, for a separate head graph (``build_head_graph``).
+    """
+    if split_head and style != "fast":
+        raise ValueError("split_head needs the fast style")
+    return _Writer(cfg, fetch, precision, head_precision, progress, split_head).build(style)
 
 
-__all__ = ["FAST_BLOCK_SIZES", "PRECISIONS", "STYLES", "BlockQuantized", "build_graph", "fast_block_size"]
+def build_head_graph(cfg: QwenConfig, fetch: Fetch, head_precision: str = "int4") -> onnx.ModelProto:
+    """The output head as its own graph: ``hidden`` -> ``logits`` (see ``build_graph(split_head=True)``)."""
+    return _Writer(cfg, fetch, head_precision, head_precision, None).build_head()
+
+
+__all__ = [
+    "FAST_BLOCK_SIZES",
+    "PRECISIONS",
+    "STYLES",
+    "BlockQuantized",
+    "build_graph",
+    "build_head_graph",
+    "fast_block_size",
+]

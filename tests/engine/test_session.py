@@ -118,14 +118,15 @@ def test_stale_optimized_copies_are_removed_when_a_new_one_is_made(tmp_path, tin
     cache = tmp_path / "ort"
     OnnxModel(load_model_files(gone), threads=1, max_len=32, cache_root=cache)
     OnnxModel(load_model_files(folder), threads=1, max_len=32, cache_root=cache)
-    first = {optimized_cache_path(folder / g, cache).parent for g in ("model.onnx", "prefill.onnx")}
+    graphs = ("model.onnx", "prefill.onnx", "head.onnx")
+    first = {optimized_cache_path(folder / g, cache).parent for g in graphs}
     assert first <= set(cache.iterdir())
-    assert len(list(cache.iterdir())) == 4  # two graphs of two folders
+    assert len(list(cache.iterdir())) == 6  # three graphs of two folders
     shutil.rmtree(gone)  # a deleted model
     (folder / "model.onnx").touch()  # a rebuilt graph: a new key
     model = OnnxModel(load_model_files(folder), threads=1, max_len=32, cache_root=cache)
     now = set(cache.iterdir())
-    assert now == {optimized_cache_path(folder / g, cache).parent for g in ("model.onnx", "prefill.onnx")}
+    assert now == {optimized_cache_path(folder / g, cache).parent for g in graphs}
     assert optimized_cache_path(folder / "prefill.onnx", cache).parent in first  # still valid: kept
     assert model.forward(PROMPT).shape == (1, model.files.vocab_size)
 
@@ -142,5 +143,22 @@ def test_a_damaged_prefill_graph_is_a_clear_error_while_both_graphs_load_side_by
     for cache in (None, tmp_path / "ort"):
         with pytest.raises(ModelError, match="cannot be loaded"):
             OnnxModel(load_model_files(folder), threads=1, max_len=32, cache_root=cache)
-    # the good graph's optimized copy was made and kept; nothing half-written is left behind
-    assert [p.name.endswith(".partial") for p in (tmp_path / "ort").iterdir()] == [False]
+    # the good graphs' optimized copies were made and kept; nothing half-written is left behind
+    assert [p.name.endswith(".partial") for p in (tmp_path / "ort").iterdir()] == [False, False]
+
+
+def test_one_head_graph_serves_both_decoder_graphs(tmp_path, tiny_model_dir):
+    from qwen_desktop.models.errors import ModelError
+
+    files = load_model_files(tiny_model_dir)
+    assert files.head_graph is not None and files.prefill_graph is not None
+    model = OnnxModel(files, threads=1, max_len=64)
+    assert model.head_session is not None
+    prompt = model.forward(PROMPT)[-1].copy()  # prefill graph -> head
+    step = model.forward([int(np.argmax(prompt))])[-1]  # decode graph -> head
+    assert prompt.shape == step.shape == (files.vocab_size,) and np.isfinite(step).all()
+    folder = tmp_path / "m"
+    shutil.copytree(tiny_model_dir, folder)
+    (folder / "head.onnx").unlink()
+    with pytest.raises(ModelError, match=r"head\.onnx is missing"):
+        load_model_files(folder)

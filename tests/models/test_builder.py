@@ -122,9 +122,15 @@ def test_default_build_is_int4_fast_with_an_int4_head_and_writes_a_complete_mani
 
     assert m["source"]["files"][0]["sha256"] == hashlib.sha256(tiny_gguf.read_bytes()).hexdigest()
     assert m["config"]["num_layers"] == 2 and m["max_context"] == 512
-    assert m["files"] == {"model": "model.onnx", "tokenizer": "tokenizer.json", "prefill": "prefill.onnx"}
-    assert m["prefill_precision"] == "w8a8"
+    assert m["files"] == {
+        "model": "model.onnx",
+        "tokenizer": "tokenizer.json",
+        "prefill": "prefill.onnx",
+        "head": "head.onnx",
+    }
+    assert m["prefill_precision"] == "w8a8" and m["format_version"] == 2
     assert sorted(p.name for p in tiny_model_dir.iterdir()) == [
+        "head.onnx",
         "manifest.json",
         "model.onnx",
         "prefill.onnx",
@@ -143,7 +149,7 @@ def test_prefill_graph_runs_int8_matmuls_and_computes_what_its_weights_give(
 
     ops = [n.op_type for n in onnx.load(str(tiny_model_dir / "prefill.onnx")).graph.node]
     assert ops.count("MatMulIntegerToFloat") == 2 * 4  # qkv, o, gate_up, down per layer
-    assert ops.count("MatMulNBits") == 1  # the head: the same int4 head as the decode graph
+    assert ops.count("MatMulNBits") == 0  # no head of its own: it feeds head.onnx, as the decode graph does
     got = _onnx_logits(tiny_model_dir, "prefill.onnx")
     want = _reference_logits(tiny_cfg, _as_quantized(tiny_cfg, tiny_weights, "w8a8", "int4"))
     for step, (g, w) in enumerate(zip(got, want, strict=True)):
@@ -167,13 +173,17 @@ def test_fast_graph_uses_the_fused_cpu_ops(tiny_model_dir):
     model = onnx.load(str(tiny_model_dir / "model.onnx"))
     ops = [n.op_type for n in model.graph.node]
     assert ops.count("GroupQueryAttention") == 2
-    assert ops.count("MatMulNBits") == 2 * 4 + 1  # qkv, o, gate_up, down per layer; the head
+    assert ops.count("MatMulNBits") == 2 * 4  # qkv, o, gate_up, down per layer (the head is head.onnx)
     assert "GatherBlockQuantized" in ops
     assert "SkipSimplifiedLayerNormalization" in ops
+    assert model.graph.output[0].name == "hidden"
+    head = onnx.load(str(tiny_model_dir / "head.onnx"))
+    assert [n.op_type for n in head.graph.node] == ["MatMulNBits"]
+    assert [i.name for i in head.graph.input] == ["hidden"] and head.graph.output[0].name == "logits"
     sizes = read_manifest(tiny_model_dir)["block_sizes"]
     assert sizes["down_proj"] == 128 and sizes["o_proj"] == 64 and sizes["qkv_proj"] == 32
     seen = set()
-    for n in model.graph.node:
+    for n in [*model.graph.node, *head.graph.node]:
         if n.op_type == "MatMulNBits":
             attrs = {a.name: a.i for a in n.attribute}
             tensor = n.name.split("/")[0].rsplit(".", 1)[-1]  # layers.0.down_proj/MatMulNBits -> down_proj
@@ -191,7 +201,9 @@ def test_fast_graph_computes_logits_only_for_the_kept_positions(tiny_model_dir):
         attention_mask=np.ones((1, n), np.int64),
         num_logits_to_keep=np.array(1, np.int64),
     )
-    logits = run.session.run(["logits"], feeds)[0]
+    hidden = run.session.run(["hidden"], feeds)[0]
+    assert hidden.shape == (1, 1, run.manifest["config"]["hidden_size"])
+    logits = run.head.run(None, {"hidden": hidden})[0]
     assert logits.shape == (1, 1, run.manifest["config"]["vocab_size"])
 
 

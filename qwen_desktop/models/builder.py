@@ -39,6 +39,7 @@ from qwen_desktop.models.onnx_writer import (
     build_head_graph,
     fast_block_size,
 )
+from qwen_desktop.models.tokenizer_files import with_string_merges
 from qwen_desktop.models.weights import WeightSource, check_tensors
 
 PROTOBUF_LIMIT = 2_000_000_000  # one protobuf message cannot pass 2 GiB; leave headroom for the graph itself
@@ -252,7 +253,7 @@ def _write_folder(
         if progress:
             progress("output head", 0, 1)
         _save_graph(build_head_graph(cfg, source.tensor, head_precision), tmp / HEAD_FILE)
-    (tmp / TOKENIZER_FILE).write_text(source.tokenizer.tokenizer_json, encoding="utf-8")
+    (tmp / TOKENIZER_FILE).write_text(with_string_merges(source.tokenizer.tokenizer_json), encoding="utf-8")
     if progress:
         progress("checksum", 0, 1)
     tok = source.tokenizer

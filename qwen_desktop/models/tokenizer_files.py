@@ -118,3 +118,21 @@ def stop_ids_from_vocab(
     if end_of_turn is None:
         end_of_turn = declared_eos
     return tuple(stops), end_of_turn
+
+
+def with_string_merges(tokenizer_json: str) -> str:
+    """The same tokenizer with its BPE merges written as ``"a b"`` strings instead of ``["a", "b"]`` pairs.
+
+    The tokenizers library reads the string form ~30% faster (0.57 -> 0.41 s for Qwen's 151k merges), and
+    reading the tokenizer is the largest part of loading a model. Only done when no merge part holds a
+    space (byte-level vocabularies never do), since a space would make the string form ambiguous.
+    """
+    doc = json.loads(tokenizer_json)
+    model = doc.get("model") or {}
+    merges = model.get("merges")
+    if model.get("type") != "BPE" or not isinstance(merges, list):
+        return tokenizer_json
+    if not all(isinstance(m, list) and len(m) == 2 and " " not in m[0] + m[1] for m in merges):
+        return tokenizer_json
+    model["merges"] = [f"{a} {b}" for a, b in merges]
+    return json.dumps(doc, ensure_ascii=False, separators=(",", ":"))

@@ -253,3 +253,24 @@ def test_progress_reports_every_layer(tmp_path, tiny_gguf):
         if s.removeprefix("prefill graph: ").startswith(("embedding", "layer", "lm head"))
     ]
     assert [d for d, _ in ticks] == list(range(1, 9)) and all(t == 8 for _, t in ticks)
+
+
+def test_the_folder_tokenizer_stores_merges_as_strings_and_tokenizes_as_the_source(tiny_model_dir, tiny_gguf):
+    from tokenizers import Tokenizer
+
+    from qwen_desktop.models.builder import open_source
+    from qwen_desktop.models.tokenizer_files import with_string_merges
+
+    source_json = open_source(tiny_gguf).tokenizer.tokenizer_json
+    assert isinstance(json.loads(source_json)["model"]["merges"][0], list)
+    written = (tiny_model_dir / "tokenizer.json").read_text(encoding="utf-8")
+    merges = json.loads(written)["model"]["merges"]
+    assert merges and all(isinstance(m, str) and m.count(" ") == 1 for m in merges)
+    before, after = Tokenizer.from_str(source_json), Tokenizer.from_str(written)
+    for text in ("Hello world, hello again!", "def f(x):\n    return x * 2", "naïve café 世界 🙂"):
+        assert after.encode(text).ids == before.encode(text).ids
+    # a merge part holding a space would make the string form ambiguous: such a tokenizer is left alone
+    doc = json.loads(source_json)
+    doc["model"]["merges"][0] = ["a b", "c"]
+    odd = json.dumps(doc)
+    assert with_string_merges(odd) == odd

@@ -19,7 +19,7 @@ from qwen_desktop.engine.session import ContextFullError, OnnxModel
 from qwen_desktop.engine.tokenizer import ChatTokenizer, StreamingDetokenizer
 
 FinishReason = Literal["stop", "length", "cancelled", "error"]
-PREFILL_CHUNK = 512  # tokens per prefill pass: bounds attention memory and lets cancel act mid-prompt
+PREFILL_CHUNK = 256  # tokens per prefill pass: bounds activation memory and lets cancel act mid-prompt
 
 
 @dataclass(frozen=True)

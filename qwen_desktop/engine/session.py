@@ -134,8 +134,6 @@ class OnnxModel:
         # other down (turn-6 TTFT 75 -> 59 ms). A format-2 folder's head graph turns either graph's hidden states
         # into logits. ONNX Runtime releases the GIL while it creates a session, so the sessions load side
         # by side (two graphs: 0.95 s -> 0.55 s for the 0.5B model from the cache).
-        self.prefill_session: Any = None
-        self.head_session: Any = None
         extra: dict[str, tuple[Path, bool]] = {}  # role -> (graph, spinning)
         if files.style == "fast":
             if files.prefill_graph is not None:
@@ -166,10 +164,10 @@ class OnnxModel:
                 t.join()
         if failed:
             raise failed[0]
-        self.prefill_session = opened.get("prefill")
-        self.head_session = opened.get("head")
+        self.prefill_session: Any = opened.get("prefill")
+        self.head_session: Any = opened.get("head")
         if cache_root is not None and self._made_cache_entry:
-            # Tidy once both sessions are open: done earlier, it could remove the other graph's copy while
+            # Tidy once all sessions are open: done earlier, it could remove another graph's copy while
             # that copy is still being written.
             with contextlib.suppress(OSError):
                 drop_stale_cache_entries(cache_root, self._cache_entries)

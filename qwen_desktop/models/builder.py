@@ -33,6 +33,7 @@ from qwen_desktop.models.manifest import (
 )
 from qwen_desktop.models.onnx_writer import (
     BLOCK_SIZE,
+    FAST_BLOCK_SIZES,
     PRECISIONS,
     STYLES,
     build_graph,
@@ -207,7 +208,7 @@ def _block_sizes(style: str, precision: str, head_precision: str) -> dict[str, i
 
     sizes: dict[str, int] = {}
     if precision in ("int4", "int8"):
-        fast = ("qkv_proj", "o_proj", "gate_up_proj", "down_proj")
+        fast = tuple(n for n in FAST_BLOCK_SIZES if n != "lm_head")  # the fused layer matrices
         plain = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
         for name in fast if style == "fast" else plain:
             sizes[name] = size(name, precision)

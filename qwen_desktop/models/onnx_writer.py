@@ -131,9 +131,8 @@ class _Writer:
         self.precision = precision
         self.head_precision = head_precision
         self.progress = progress
-        self.split_head = (
-            split_head  # fast style: end at the final norm ("hidden"); the head is its own graph
-        )
+        # fast style: end at the final norm ("hidden"); the head is its own graph (build_head)
+        self.split_head = split_head
         self.g = _Graph()
         self._constants: dict[str, str] = {}
         self.steps_total = cfg.num_layers + 2
@@ -313,9 +312,7 @@ class _Writer:
                 )
             )
         if style == "fast" and self.split_head:
-            first = helper.make_tensor_value_info(
-                "hidden", TensorProto.FLOAT, ["batch_size", "num_logits", cfg.hidden_size]
-            )
+            first = self._hidden_info()
         else:
             first = helper.make_tensor_value_info(
                 "logits",
@@ -339,13 +336,29 @@ class _Writer:
 
     def _model(self, style: str) -> onnx.ModelProto:
         inputs, outputs = self._io(style)
-        graph = helper.make_graph(self.g.nodes, f"qwen2_{style}", inputs, outputs, self.g.inits)
+        return self._wrap(f"qwen2_{style}", inputs, outputs, contrib=style == "fast")
+
+    def _wrap(
+        self,
+        name: str,
+        inputs: list[onnx.ValueInfoProto],
+        outputs: list[onnx.ValueInfoProto],
+        contrib: bool,
+    ) -> onnx.ModelProto:
+        """The nodes and initializers written so far as a model (``contrib``: uses com.microsoft ops)."""
+        graph = helper.make_graph(self.g.nodes, name, inputs, outputs, self.g.inits)
         opsets = [helper.make_opsetid("", OPSET)]
-        if style == "fast":
+        if contrib:
             opsets.append(helper.make_opsetid(MS_DOMAIN, 1))
         model = helper.make_model(graph, opset_imports=opsets, producer_name="qwen-desktop")
         model.ir_version = 10
         return model
+
+    def _hidden_info(self) -> onnx.ValueInfoProto:
+        """``hidden``: final-norm states of the kept positions, between a split decoder and its head."""
+        return helper.make_tensor_value_info(
+            "hidden", TensorProto.FLOAT, ["batch_size", "num_logits", self.cfg.hidden_size]
+        )
 
     def _embedding_fast(self) -> str:
         g, cfg = self.g, self.cfg
@@ -526,28 +539,12 @@ class _Writer:
         The decode and prefill graphs of a folder share it, so its packed weights (~100 MB for Qwen's 151k
         vocabulary) are in memory once instead of once per graph.
         """
-        cfg = self.cfg
         self.linear_fast("hidden", self._head_weight(), None, "lm_head", self.head_precision)
         self.g.nodes[-1].output[0] = "logits"
-        graph = helper.make_graph(
-            self.g.nodes,
-            "qwen2_head",
-            [
-                helper.make_tensor_value_info(
-                    "hidden", TensorProto.FLOAT, ["batch_size", "num_logits", cfg.hidden_size]
-                )
-            ],
-            [
-                helper.make_tensor_value_info(
-                    "logits", TensorProto.FLOAT, ["batch_size", "num_logits", cfg.vocab_size]
-                )
-            ],
-            self.g.inits,
+        logits = helper.make_tensor_value_info(
+            "logits", TensorProto.FLOAT, ["batch_size", "num_logits", self.cfg.vocab_size]
         )
-        opsets = [helper.make_opsetid("", OPSET), helper.make_opsetid(MS_DOMAIN, 1)]
-        model = helper.make_model(graph, opset_imports=opsets, producer_name="qwen-desktop")
-        model.ir_version = 10
-        return model
+        return self._wrap("qwen2_head", [self._hidden_info()], [logits], contrib=True)
 
     # -- plain ----------------------------------------------------------------------------------------------
     def _rms_plain(self, x: str, weight: np.ndarray, base: str) -> str:

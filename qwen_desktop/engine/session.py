@@ -14,7 +14,7 @@ import platform
 import shutil
 import threading
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,10 @@ import numpy as np
 
 from qwen_desktop.engine.model_files import ModelFiles
 from qwen_desktop.models.errors import ModelError
+
+# How long the caller's ``alongside`` work waits after the session loaders have started, so that each is
+# inside ONNX Runtime (GIL released) before work that holds the GIL begins.
+ALONGSIDE_DELAY_S = 0.01
 
 
 def default_threads() -> int:
@@ -109,6 +113,8 @@ class OnnxModel:
         max_len: KV cache capacity in tokens (prompt + reply).
         spinning: let idle ORT threads spin between ops (lower latency, more CPU).
         cache_root: keep an optimized, pre-packed copy of the graph here (see ``_open``); None to skip.
+        alongside: work of the caller's to run on its own thread while the sessions build (the chat
+            engine reads the tokenizer); its exception, if any, is raised once the sessions are done.
     """
 
     def __init__(
@@ -118,6 +124,7 @@ class OnnxModel:
         max_len: int = 4096,
         spinning: bool = True,
         cache_root: Path | None = None,
+        alongside: Callable[[], None] | None = None,
     ) -> None:
         import onnxruntime as ort
 
@@ -131,39 +138,51 @@ class OnnxModel:
         self._made_cache_entry = False
         # The prefill graph shares the KV buffers (fast style only: plain graphs hand the cache back). Its
         # threads never spin: its runs are long, and spinning threads left behind by one session slow the
-        # other down (turn-6 TTFT 75 -> 59 ms). A format-2 folder's head graph turns either graph's hidden states
-        # into logits. ONNX Runtime releases the GIL while it creates a session, so the sessions load side
-        # by side (two graphs: 0.95 s -> 0.55 s for the 0.5B model from the cache).
-        extra: dict[str, tuple[Path, bool]] = {}  # role -> (graph, spinning)
+        # other down (turn-6 TTFT 75 -> 59 ms). A format-2 folder's head graph turns either graph's hidden
+        # states into logits. ONNX Runtime releases the GIL while it creates a session, so the sessions load
+        # side by side, each on its own thread (two graphs: 0.95 s -> 0.55 s for the 0.5B model from the
+        # cache), and the caller's thread is free for ``alongside``.
+        graphs: dict[str, tuple[Path, bool]] = {"decode": (files.graph, spinning)}  # role -> (graph, spin)
         if files.style == "fast":
             if files.prefill_graph is not None:
-                extra["prefill"] = (files.prefill_graph, False)
+                graphs["prefill"] = (files.prefill_graph, False)
             if files.head_graph is not None:
                 # Runs right after each decode-graph run, with the same spinning (stopped at the end of
                 # every run, see session_options).
-                extra["head"] = (files.head_graph, spinning)
+                graphs["head"] = (files.head_graph, spinning)
         opened: dict[str, Any] = {}
         failed: list[BaseException] = []
+        entering = [threading.Event() for _ in graphs]
 
-        def open_extra(role: str, graph: Path, spin: bool) -> None:
+        def open_one(role: str, graph: Path, spin: bool, entered: threading.Event) -> None:
             try:
-                opened[role] = self._open(graph, cache_root, spinning=spin)
+                opened[role] = self._open(graph, cache_root, spinning=spin, entered=entered)
             except BaseException as exc:  # handed to the caller's thread below
                 failed.append(exc)
+            finally:
+                entered.set()
 
         loaders = [
-            threading.Thread(target=open_extra, args=(role, g, spin), name=f"qwen-{role}-load", daemon=True)
-            for role, (g, spin) in extra.items()
+            threading.Thread(target=open_one, args=(role, g, spin, ev), name=f"qwen-{role}-load", daemon=True)
+            for (role, (g, spin)), ev in zip(graphs.items(), entering, strict=True)
         ]
         for t in loaders:
             t.start()
         try:
-            self.session = self._open(files.graph, cache_root, spinning)
+            if alongside is not None:
+                # The caller's own loading (the tokenizer) runs while the sessions build. It may hold the
+                # GIL throughout (the tokenizers library does), so it starts only once every loader is
+                # about to enter ONNX Runtime, which releases the GIL while it builds a session.
+                for ev in entering:
+                    ev.wait()
+                time.sleep(ALONGSIDE_DELAY_S)
+                alongside()
         finally:
             for t in loaders:
                 t.join()
         if failed:
             raise failed[0]
+        self.session: Any = opened["decode"]
         self.prefill_session: Any = opened.get("prefill")
         self.head_session: Any = opened.get("head")
         if cache_root is not None and self._made_cache_entry:
@@ -182,12 +201,16 @@ class OnnxModel:
         else:
             self._init_plain()
 
-    def _open(self, graph: Path, cache_root: Path | None, spinning: bool) -> Any:
+    def _open(
+        self, graph: Path, cache_root: Path | None, spinning: bool, entered: threading.Event | None = None
+    ) -> Any:
         """Open a session on ``graph``. With ``cache_root``, the graph is optimized and its weights
         pre-packed once and saved there; later loads read that copy and skip both steps (about 2 s -> 0.8 s
-        for 0.5B int4)."""
+        for 0.5B int4). ``entered`` is set just before the session is built."""
         ort = self._ort
+        entered = entered or threading.Event()
         if cache_root is None:
+            entered.set()
             return self._create(graph, session_options(ort, self.threads, spinning))
         try:
             cached = optimized_cache_path(graph, cache_root)
@@ -195,6 +218,7 @@ class OnnxModel:
             if cached.is_file():
                 try:
                     opts = session_options(ort, self.threads, spinning, optimize=False)
+                    entered.set()
                     return ort.InferenceSession(str(cached), opts, providers=["CPUExecutionProvider"])
                 except Exception:  # a damaged or foreign cache: drop it and rebuild it from the original
                     shutil.rmtree(cached.parent, ignore_errors=True)
@@ -202,7 +226,9 @@ class OnnxModel:
             shutil.rmtree(tmp, ignore_errors=True)
             tmp.mkdir(parents=True)
         except OSError:
+            entered.set()
             return self._create(graph, session_options(ort, self.threads, spinning))
+        entered.set()
         opts = session_options(ort, self.threads, spinning)
         opts.optimized_model_filepath = str(tmp / cached.name)
         opts.add_session_config_entry(

@@ -205,6 +205,23 @@ def test_corrupt_graph_is_a_clear_error(tmp_path, tiny_model_dir):
         ChatEngine(folder)
 
 
+def test_damaged_tokenizer_is_a_clear_error_and_leaves_no_loader_running(tmp_path, tiny_model_dir):
+    """The tokenizer is read while the sessions build on their own threads: a bad one still fails the
+    load with a clear message, and only once every session thread has finished."""
+    import shutil
+    import threading
+
+    from qwen_desktop.models.errors import ModelError
+
+    folder = tmp_path / "badtok"
+    shutil.copytree(tiny_model_dir, folder)
+    text = (folder / "tokenizer.json").read_text(encoding="utf-8")
+    (folder / "tokenizer.json").write_text(text[: len(text) // 2], encoding="utf-8")
+    with pytest.raises(ModelError, match=r"tokenizer\.json cannot be read"):
+        ChatEngine(folder, cache_root=tmp_path / "cache")
+    assert not [t for t in threading.enumerate() if t.name.startswith("qwen-")]
+
+
 def test_stats_are_consistent(fp32_engine):
     fp32_engine.model.reset()
     _, _, fin = run(

@@ -136,35 +136,34 @@ class OnnxModel:
         started = time.perf_counter()
         self._cache_entries: list[Path] = []  # the cache entries this model uses
         self._made_cache_entry = False
-        # The prefill graph shares the KV buffers (fast style only: plain graphs hand the cache back). Its
-        # threads never spin: its runs are long, and spinning threads left behind by one session slow the
-        # other down (turn-6 TTFT 75 -> 59 ms). A format-2 folder's head graph turns either graph's hidden
-        # states into logits. ONNX Runtime releases the GIL while it creates a session, so the sessions load
-        # side by side, each on its own thread (two graphs: 0.95 s -> 0.55 s for the 0.5B model from the
-        # cache), and the caller's thread is free for ``alongside``.
-        graphs: dict[str, tuple[Path, bool]] = {"decode": (files.graph, spinning)}  # role -> (graph, spin)
+        # The prefill graph shares the KV buffers (fast style only: plain graphs hand the cache back). A
+        # format-2 folder's head graph turns either graph's hidden states into logits. All sessions spin
+        # alike: each stops its threads spinning at the end of its run (session_options), so none takes a
+        # core from the next; a short prefill pass (a new question after 342 cached tokens) then ran 0.87-0.91x
+        # the time of one that never spins. ONNX Runtime releases the GIL while it creates a session, so the
+        # sessions load side by side, each on its own thread (two graphs: 0.95 s -> 0.55 s for the 0.5B
+        # model from the cache), and the caller's thread is free for ``alongside``.
+        graphs = {"decode": files.graph}  # role -> graph
         if files.style == "fast":
             if files.prefill_graph is not None:
-                graphs["prefill"] = (files.prefill_graph, False)
+                graphs["prefill"] = files.prefill_graph
             if files.head_graph is not None:
-                # Runs right after each decode-graph run, with the same spinning (stopped at the end of
-                # every run, see session_options).
-                graphs["head"] = (files.head_graph, spinning)
+                graphs["head"] = files.head_graph
         opened: dict[str, Any] = {}
         failed: list[BaseException] = []
         entering = [threading.Event() for _ in graphs]
 
-        def open_one(role: str, graph: Path, spin: bool, entered: threading.Event) -> None:
+        def open_one(role: str, graph: Path, entered: threading.Event) -> None:
             try:
-                opened[role] = self._open(graph, cache_root, spinning=spin, entered=entered)
+                opened[role] = self._open(graph, cache_root, spinning, entered=entered)
             except BaseException as exc:  # handed to the caller's thread below
                 failed.append(exc)
             finally:
                 entered.set()
 
         loaders = [
-            threading.Thread(target=open_one, args=(role, g, spin, ev), name=f"qwen-{role}-load", daemon=True)
-            for (role, (g, spin)), ev in zip(graphs.items(), entering, strict=True)
+            threading.Thread(target=open_one, args=(role, g, ev), name=f"qwen-{role}-load", daemon=True)
+            for (role, g), ev in zip(graphs.items(), entering, strict=True)
         ]
         for t in loaders:
             t.start()

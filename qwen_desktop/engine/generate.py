@@ -82,6 +82,9 @@ class Finished:
 GenerationEvent = TextPiece | Finished
 
 
+LOOKUP_MAX_PAUSE = 8  # most decode steps without a draft after rejected drafts (0: draft every step)
+
+
 def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
     n = min(len(a), len(b))
     if n == 0:
@@ -160,7 +163,7 @@ def generate_step(
     params: SamplingParams = GREEDY,
     cancel: threading.Event | None = None,
     prompt_lookup: bool | None = None,
-    num_draft: int = 4,
+    num_draft: int = 3,
     timings: dict[str, float] | None = None,
 ) -> Generator[int, None, None]:
     """Yield token ids after ``prompt`` until the caller stops iterating (no stop-token logic here).
@@ -180,6 +183,8 @@ def generate_step(
         return
     history = list(prompt)
     pending = [choose(logits, history, sampler, processor)]
+    pause = 0  # decode steps to go before the next draft
+    backoff = 1  # how long to pause after the next draft the model rejects outright
     while True:
         token = pending.pop(0)
         yield token
@@ -189,10 +194,22 @@ def generate_step(
         room = model.max_len - model.length - 1
         if room < 0:
             raise ContextFullError("the context is full")
-        draft = find_draft(history, min(num_draft, room)) if use_lookup else []
+        draft: list[int] = []
+        if use_lookup:
+            if pause:
+                pause -= 1
+            else:
+                draft = find_draft(history, min(num_draft, room))
         if timings is not None:
             timings["drafted"] = timings.get("drafted", 0) + len(draft)
         pending = verify_step(model, token, draft, history[:-1], sampler, processor)
+        if draft:
+            if len(pending) == 1 and LOOKUP_MAX_PAUSE:
+                # Nothing accepted: the text is not repeating its context right now, and each rejected
+                # draft made a step slower. Draft again later, later still after each miss in a row.
+                pause, backoff = backoff, min(2 * backoff, LOOKUP_MAX_PAUSE)
+            else:
+                backoff = 1
         if timings is not None:
             timings["accepted"] = timings.get("accepted", 0) + len(pending) - 1
 

@@ -161,6 +161,26 @@ def test_prompt_lookup_with_repetition_penalty_matches_greedy_too(fp32_engine):
     assert looked == plain
 
 
+def test_prompt_lookup_pauses_after_rejected_drafts_and_still_matches_greedy(fp32_engine, monkeypatch):
+    """A draft the model rejects costs a wider pass for nothing, so after a miss the generator drafts
+    less often; what it writes stays the plain greedy output."""
+    import qwen_desktop.engine.generate as generate
+
+    varied = [5, 17, 100, 3, 250, 7, 9, 42, 17, 100, 8, 250, 7, 11, 42, 17, 3, 250, 9]
+    params = SamplingParams(temperature=0.0, repetition_penalty=1.0, max_tokens=48)
+    fp32_engine.model.reset()
+    plain, _, _ = run(fp32_engine, varied, params, prompt_lookup=False)
+    fp32_engine.model.reset()
+    paused, _, with_pause = run(fp32_engine, varied, params, prompt_lookup=True)
+    monkeypatch.setattr(generate, "LOOKUP_MAX_PAUSE", 0)  # draft at every step
+    fp32_engine.model.reset()
+    eager, _, every_step = run(fp32_engine, varied, params, prompt_lookup=True)
+    assert paused == plain and eager == plain
+    wasted = every_step.stats.drafted_tokens - every_step.stats.accepted_tokens
+    assert wasted > 0  # the text has drafts to reject
+    assert with_pause.stats.drafted_tokens - with_pause.stats.accepted_tokens < wasted
+
+
 def test_find_draft_proposes_what_followed_the_last_ngram():
     seq = [1, 2, 3, 4, 5, 9, 1, 2, 3]
     assert find_draft(seq, 3) == [4, 5, 9]

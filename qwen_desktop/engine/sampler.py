@@ -40,6 +40,34 @@ def candidate_set(
     return ids, probs / probs.sum()
 
 
+class RandomSampler:
+    """Samples from the candidate set (temperature, top-k, top-p, min-p) with its own seeded generator."""
+
+    def __init__(self, temperature: float, top_p: float, top_k: int, min_p: float, seed: int | None) -> None:
+        self.temperature, self.top_p, self.top_k, self.min_p = temperature, top_p, top_k, min_p
+        self.rng = np.random.default_rng(seed)
+
+    def __call__(self, logits: np.ndarray) -> int:
+        ids, probs = candidate_set(logits, self.temperature, self.top_k, self.top_p, self.min_p)
+        return int(ids[int(self.rng.choice(len(ids), p=probs))])
+
+    def check(self, logits: np.ndarray, draft: int) -> int:
+        """The token for a position where ``draft`` was proposed (speculative sampling with a draft that
+        is certain of itself): ``draft`` with the probability the candidate set gives it, otherwise a sample
+        from the other candidates. Over many runs each token comes out exactly as often as a plain sample
+        would give it, and a token outside the set (top-k, top-p, min-p) is never kept."""
+        ids, probs = candidate_set(logits, self.temperature, self.top_k, self.top_p, self.min_p)
+        hit = np.nonzero(ids == draft)[0]
+        p_draft = float(probs[hit[0]]) if hit.size else 0.0
+        if self.rng.random() < p_draft:
+            return draft
+        if hit.size:
+            probs = probs.copy()
+            probs[hit[0]] = 0.0
+            probs /= probs.sum()  # p_draft < 1 here, so something else is left
+        return int(ids[int(self.rng.choice(len(ids), p=probs))])
+
+
 def make_sampler(
     temperature: float = 0.0,
     top_p: float = 1.0,
@@ -50,13 +78,15 @@ def make_sampler(
     """A sampler; temperature 0 is greedy. The same seed gives the same choices for the same logits."""
     if temperature <= 0.0:
         return greedy
-    rng = np.random.default_rng(seed)
+    return RandomSampler(temperature, top_p, top_k, min_p, seed)
 
-    def sample(logits: np.ndarray) -> int:
-        ids, probs = candidate_set(logits, temperature, top_k, top_p, min_p)
-        return int(ids[int(rng.choice(len(ids), p=probs))])
 
-    return sample
+def check_draft(sampler: Sampler, logits: np.ndarray, draft: int) -> int:
+    """The token ``sampler`` keeps at a position where ``draft`` was proposed: for a random sampler see
+    ``RandomSampler.check``; a deterministic one (greedy) keeps its own choice, which is ``draft`` or not."""
+    if isinstance(sampler, RandomSampler):
+        return sampler.check(logits, draft)
+    return sampler(logits)
 
 
 def make_repetition_penalty(penalty: float, window: int = 256) -> LogitsProcessor | None:

@@ -5,7 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from qwen_desktop.engine.sampler import candidate_set, greedy, make_repetition_penalty, make_sampler
+from qwen_desktop.engine.sampler import (
+    candidate_set,
+    check_draft,
+    greedy,
+    make_repetition_penalty,
+    make_sampler,
+)
 
 LOGITS = np.log(np.array([0.40, 0.25, 0.15, 0.10, 0.05, 0.03, 0.02], dtype=np.float64)).astype(np.float32)
 
@@ -41,6 +47,26 @@ def test_full_distribution_is_sampled_in_proportion():
     counts = np.bincount([s(LOGITS) for _ in range(20000)], minlength=7) / 20000
     assert counts[0] == pytest.approx(0.40, abs=0.02)
     assert counts[4] == pytest.approx(0.05, abs=0.01)
+
+
+@pytest.mark.parametrize("draft", [0, 1, 4])
+def test_checking_a_draft_keeps_the_sampled_distribution(draft):
+    """Prompt lookup while sampling: keeping a proposed token with its own probability, and otherwise
+    sampling among the rest, must give every token exactly its plain sampling probability."""
+    s = make_sampler(1.0, seed=11)
+    counts = np.bincount([check_draft(s, LOGITS, draft) for _ in range(20000)], minlength=7) / 20000
+    want = np.exp(LOGITS.astype(np.float64)) / np.exp(LOGITS.astype(np.float64)).sum()
+    assert counts == pytest.approx(want, abs=0.012)
+
+
+def test_a_draft_outside_top_k_is_never_kept():
+    s = make_sampler(1.0, top_k=2, seed=5)
+    assert {check_draft(s, LOGITS, 3) for _ in range(3000)} == {0, 1}
+
+
+def test_greedy_keeps_a_draft_only_when_it_is_the_best():
+    assert check_draft(greedy, LOGITS, 0) == 0
+    assert check_draft(greedy, LOGITS, 2) == 0
 
 
 def test_same_seed_same_choices():

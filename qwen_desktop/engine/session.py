@@ -15,6 +15,7 @@ import shutil
 import threading
 import time
 from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -104,6 +105,15 @@ def session_options(ort: Any, threads: int, spinning: bool, optimize: bool = Tru
     return opts
 
 
+@dataclass
+class _Opened:
+    """A session as ``OnnxModel._open`` made it."""
+
+    session: Any
+    cache_entry: Path | None = None  # the cache entry its graph uses (kept when the cache is tidied)
+    made_entry: bool = False  # this load wrote that entry
+
+
 class OnnxModel:
     """A loaded graph plus its KV cache. Not thread-safe: one generation at a time.
 
@@ -134,8 +144,6 @@ class OnnxModel:
         self.spinning = spinning
         self._ort = ort
         started = time.perf_counter()
-        self._cache_entries: list[Path] = []  # the cache entries this model uses
-        self._made_cache_entry = False
         # The prefill graph shares the KV buffers (fast style only: plain graphs hand the cache back). A
         # format-2 folder's head graph turns either graph's hidden states into logits. All sessions spin
         # alike: each stops its threads spinning at the end of its run (session_options), so none takes a
@@ -149,7 +157,7 @@ class OnnxModel:
                 graphs["prefill"] = files.prefill_graph
             if files.head_graph is not None:
                 graphs["head"] = files.head_graph
-        opened: dict[str, Any] = {}
+        opened: dict[str, _Opened] = {}
         failed: list[BaseException] = []
         entering = [threading.Event() for _ in graphs]
 
@@ -181,14 +189,16 @@ class OnnxModel:
                 t.join()
         if failed:
             raise failed[0]
-        self.session: Any = opened["decode"]
-        self.prefill_session: Any = opened.get("prefill")
-        self.head_session: Any = opened.get("head")
-        if cache_root is not None and self._made_cache_entry:
+        self.session: Any = opened["decode"].session
+        self.prefill_session: Any = opened["prefill"].session if "prefill" in opened else None
+        self.head_session: Any = opened["head"].session if "head" in opened else None
+        if cache_root is not None and any(o.made_entry for o in opened.values()):
             # Tidy once all sessions are open: done earlier, it could remove another graph's copy while
             # that copy is still being written.
             with contextlib.suppress(OSError):
-                drop_stale_cache_entries(cache_root, self._cache_entries)
+                drop_stale_cache_entries(
+                    cache_root, [o.cache_entry for o in opened.values() if o.cache_entry]
+                )
         self.load_seconds = time.perf_counter() - started
         inputs = {i.name: i for i in self.session.get_inputs()}
         self._input_names = set(inputs)
@@ -202,7 +212,7 @@ class OnnxModel:
 
     def _open(
         self, graph: Path, cache_root: Path | None, spinning: bool, entered: threading.Event | None = None
-    ) -> Any:
+    ) -> _Opened:
         """Open a session on ``graph``. With ``cache_root``, the graph is optimized and its weights
         pre-packed once and saved there; later loads read that copy and skip both steps (about 2 s -> 0.8 s
         for 0.5B int4). ``entered`` is set just before the session is built."""
@@ -210,15 +220,17 @@ class OnnxModel:
         entered = entered or threading.Event()
         if cache_root is None:
             entered.set()
-            return self._create(graph, session_options(ort, self.threads, spinning))
+            return _Opened(self._create(graph, session_options(ort, self.threads, spinning)))
+        entry: Path | None = None
         try:
             cached = optimized_cache_path(graph, cache_root)
-            self._cache_entries.append(cached.parent)
+            entry = cached.parent
             if cached.is_file():
                 try:
                     opts = session_options(ort, self.threads, spinning, optimize=False)
                     entered.set()
-                    return ort.InferenceSession(str(cached), opts, providers=["CPUExecutionProvider"])
+                    session = ort.InferenceSession(str(cached), opts, providers=["CPUExecutionProvider"])
+                    return _Opened(session, entry)
                 except Exception:  # a damaged or foreign cache: drop it and rebuild it from the original
                     shutil.rmtree(cached.parent, ignore_errors=True)
             tmp = cached.parent.with_name(cached.parent.name + ".partial")
@@ -226,7 +238,7 @@ class OnnxModel:
             tmp.mkdir(parents=True)
         except OSError:
             entered.set()
-            return self._create(graph, session_options(ort, self.threads, spinning))
+            return _Opened(self._create(graph, session_options(ort, self.threads, spinning)), entry)
         entered.set()
         opts = session_options(ort, self.threads, spinning)
         opts.optimized_model_filepath = str(tmp / cached.name)
@@ -242,13 +254,12 @@ class OnnxModel:
             source = str(graph.resolve())
             (tmp / CACHE_SOURCE).write_text(source, encoding="utf-8")
             tmp.rename(cached.parent)
-            self._made_cache_entry = True
         except (OSError, ModelError):
             # Writing the cache failed (a full disk, say) or the graph itself is bad: try once without the
             # cache, which raises the clear ModelError if the graph is the problem.
             shutil.rmtree(tmp, ignore_errors=True)
-            return self._create(graph, session_options(ort, self.threads, spinning))
-        return session
+            return _Opened(self._create(graph, session_options(ort, self.threads, spinning)), entry)
+        return _Opened(session, entry, made_entry=True)
 
     def _create(self, graph: Path, opts: Any) -> Any:
         try:

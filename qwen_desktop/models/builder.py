@@ -34,6 +34,7 @@ from qwen_desktop.models.manifest import (
 from qwen_desktop.models.onnx_writer import (
     BLOCK_SIZE,
     FAST_BLOCK_SIZES,
+    HEAD_CANDIDATES,
     PRECISIONS,
     STYLES,
     build_graph,
@@ -200,7 +201,7 @@ def _save_graph(model: Any, path: Path) -> None:
         onnx.save_model(model, str(path))
 
 
-def _block_sizes(style: str, precision: str, head_precision: str) -> dict[str, int]:
+def _block_sizes(style: str, precision: str, head_precision: str, vocab_size: int) -> dict[str, int]:
     """The block size of each blocked (int4 or int8) tensor of the decode graph (and head.onnx), by name."""
 
     def size(name: str, bits_precision: str) -> int:
@@ -208,7 +209,7 @@ def _block_sizes(style: str, precision: str, head_precision: str) -> dict[str, i
 
     sizes: dict[str, int] = {}
     if precision in ("int4", "int8"):
-        fast = tuple(n for n in FAST_BLOCK_SIZES if n != "lm_head")  # the fused layer matrices
+        fast = tuple(n for n in FAST_BLOCK_SIZES if not n.startswith("lm_head"))  # the fused layer matrices
         plain = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
         for name in fast if style == "fast" else plain:
             sizes[name] = size(name, precision)
@@ -216,6 +217,8 @@ def _block_sizes(style: str, precision: str, head_precision: str) -> dict[str, i
         sizes["lm_head"] = size("lm_head", head_precision)
         if style == "fast":
             sizes["embed_tokens"] = BLOCK_SIZE
+            if head_precision == "int4" and vocab_size > HEAD_CANDIDATES:
+                sizes["lm_head_preview"] = fast_block_size("lm_head_preview")
     return sizes
 
 
@@ -266,7 +269,7 @@ def _write_folder(
         "precision": precision,
         "head_precision": head_precision,
         "prefill_precision": prefill_precision,
-        "block_sizes": _block_sizes(style, precision, head_precision),
+        "block_sizes": _block_sizes(style, precision, head_precision, cfg.vocab_size),
         "config": cfg.to_dict() | {"head_dim": cfg.head_dim},
         "max_context": cfg.max_context,
         "eos_token_ids": list(tok.eos_token_ids),

@@ -371,27 +371,33 @@ class _Writer:
         )
 
     def _embedding_fast(self) -> str:
-        g, cfg = self.g, self.cfg
+        g = self.g
         emb = self.fetch(EMBED)  # [vocab, hidden]
         if self.head_precision == "fp32":
             return g.op1("Gather", [g.init("embed_tokens.weight", emb), "input_ids"], "embed/Gather")
         bits = 4 if self.head_precision == "int4" else 8
-        q = quantize_blockwise(emb, bits, BLOCK_SIZE)
+        return self._gather_rows(
+            emb, "input_ids", bits, BLOCK_SIZE, "embed_tokens", "embed/GatherBlockQuantized"
+        )
+
+    def _gather_rows(self, w: np.ndarray, ids: str, bits: int, block_size: int, base: str, node: str) -> str:
+        """Rows ``ids`` of ``w`` ``[rows, K]``, stored blockwise quantized along K (``GatherBlockQuantized``):
+        ``[*ids.shape, K]`` floats."""
+        g = self.g
+        q = quantize_blockwise(w, bits, block_size)
         return g.op1(
             "GatherBlockQuantized",
             [
-                g.init(
-                    "embed_tokens.qweight", q.packed.reshape(cfg.vocab_size, -1)
-                ),  # [vocab, hidden*bits/8]
-                "input_ids",
-                g.init("embed_tokens.scales", q.scales),  # [vocab, hidden / block]
-                g.init("embed_tokens.zero_points", q.zero_points),
+                g.init(f"{base}.qweight", q.packed.reshape(w.shape[0], -1)),  # [rows, K * bits / 8]
+                ids,
+                g.init(f"{base}.scales", q.scales),  # [rows, K / block]
+                g.init(f"{base}.zero_points", q.zero_points),
             ],
-            "embed/GatherBlockQuantized",
+            node,
             domain=MS_DOMAIN,
             gather_axis=0,
             quantize_axis=1,
-            block_size=BLOCK_SIZE,
+            block_size=block_size,
             bits=bits,
         )
 
@@ -570,21 +576,8 @@ class _Writer:
             largest=1,
             sorted=0,
         )  # ids [b, n, candidates]
-        q = quantize_blockwise(w, 4, fast_block_size("lm_head"))
-        rows = g.op1(
-            "GatherBlockQuantized",
-            [
-                g.init("lm_head.qweight", q.packed.reshape(w.shape[0], -1)),  # [vocab, hidden / 2]
-                ids,
-                g.init("lm_head.scales", q.scales),  # [vocab, hidden / block]
-                g.init("lm_head.zero_points", q.zero_points),
-            ],
-            "lm_head/Rows",
-            domain=MS_DOMAIN,
-            gather_axis=0,
-            quantize_axis=1,
-            block_size=fast_block_size("lm_head"),
-            bits=4,
+        rows = self._gather_rows(
+            w, ids, 4, fast_block_size("lm_head"), "lm_head", "lm_head/Rows"
         )  # [b, n, candidates, hidden]
         states = g.op1("Unsqueeze", [x, g.const("axis_2", [2])], "lm_head/Unsqueeze")  # [b, n, 1, hidden]
         exact = g.op1(

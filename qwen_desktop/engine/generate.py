@@ -157,13 +157,11 @@ def verify_step(
     logits = model.forward([token, *draft], keep=len(draft) + 1)  # [1 + len(draft), vocab]
     out: list[int] = []
     for j in range(len(draft) + 1):
-        if j == len(draft):
-            out.append(choose(logits[j], [*history, token, *out], sampler, processor))
-            break
         row = logits[j] if processor is None else processor(logits[j], [*history, token, *out])
-        pick = check_draft(sampler, row, draft[j])
+        last = j == len(draft)  # past the draft: the model's own next token
+        pick = sampler(row) if last else check_draft(sampler, row, draft[j])
         out.append(pick)
-        if pick != draft[j]:
+        if last or pick != draft[j]:
             break
     model.rewind(model.length - (len(draft) - (len(out) - 1)))  # drop the rejected draft positions
     return out

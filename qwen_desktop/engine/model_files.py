@@ -30,6 +30,9 @@ class ModelFiles:
         head_graph: the output head as its own graph (``head.onnx``, manifest format 2): then ``graph`` and
             ``prefill_graph`` output final-norm ``hidden`` states of ``hidden_size``, and this turns them
             into logits. None when ``graph`` outputs logits itself.
+        kv_layout: fast style: ``views`` (format 3: the graphs read the cached positions through views and
+            output only the new ones) or ``shared`` (format 2: GroupQueryAttention and one
+            past/present buffer per layer).
     """
 
     folder: Path
@@ -49,6 +52,7 @@ class ModelFiles:
     prefill_graph: Path | None = None
     head_graph: Path | None = None
     hidden_size: int = 0
+    kv_layout: str = "shared"
 
 
 def load_model_files(folder: Path) -> ModelFiles:
@@ -87,6 +91,7 @@ def _from_manifest(folder: Path) -> ModelFiles:
             prefill_graph=_optional(folder, m["files"].get("prefill")),
             head_graph=folder / m["files"]["head"] if m["files"].get("head") else None,
             hidden_size=int(cfg.get("hidden_size", 0)),
+            kv_layout=str(m.get("kv_layout") or "shared"),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise ModelError(f"{folder.name}: manifest.json is incomplete ({exc})") from None
@@ -141,6 +146,8 @@ def _optional(folder: Path, name: object) -> Path | None:
 
 
 def _check_present(files: ModelFiles) -> None:
+    if files.style == "fast" and files.kv_layout not in ("views", "shared"):
+        raise ModelError(f"{files.folder.name}: unknown KV cache layout '{files.kv_layout}'; please update")
     if not files.graph.is_file():
         raise ModelError(f"{files.folder.name}: {files.graph.name} is missing")
     if files.head_graph is not None and not files.head_graph.is_file():

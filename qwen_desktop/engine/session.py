@@ -202,7 +202,8 @@ class OnnxModel:
         self.load_seconds = time.perf_counter() - started
         inputs = {i.name: i for i in self.session.get_inputs()}
         self._input_names = set(inputs)
-        self.kv_dtype = np.float16 if "float16" in inputs["past_key_values.0.key"].type else np.float32
+        first_kv = inputs.get("kv_cache.0.key") or inputs["past_key_values.0.key"]
+        self.kv_dtype = np.float16 if "float16" in first_kv.type else np.float32
         self.tokens: list[int] = []  # what the cache holds, position by position
         self._prefill_binding: Any = None
         if files.style == "fast":
@@ -277,6 +278,34 @@ class OnnxModel:
 
     def _init_fast(self) -> None:
         f = self.files
+        self._logits: dict[int, Any] = {}
+        self._hidden: dict[int, Any] = {}  # [1, keep, hidden] buffers between the decoder and the head
+        self._head_binding = self.head_session.io_binding() if self.head_session else None
+        self._views = f.kv_layout == "views"
+        if self._views:
+            # One sequence-major buffer per layer and kind, [max_len, kv_heads, head_dim]. A pass of n new
+            # tokens binds rows [0, past + n) as the graph's cache view (a contiguous prefix: no copy) and
+            # rows [past, past + n) as its new-position outputs, which the graph writes before its
+            # attention reads them back through the view.
+            rows = (self.max_len, f.num_kv_heads, f.head_dim)
+            self._cache = {
+                f"{i}.{kind}": np.zeros(rows, self.kv_dtype)
+                for i in range(f.num_layers)
+                for kind in ("key", "value")
+            }
+            self._row_bytes = f.num_kv_heads * f.head_dim * np.dtype(self.kv_dtype).itemsize
+            self._view_slots = [
+                (f"kv_cache.{name}", f"kv_new.{name}", buf.ctypes.data) for name, buf in self._cache.items()
+            ]
+            # IOBinding's public methods make a device object per call (~7 us a binding); 48 bindings a pass
+            # are cheaper through the object they wrap, with one device, where this ONNX Runtime has both.
+            try:
+                self._device: Any = self._ort.OrtDevice.make("cpu", 0)._get_c_device()
+            except AttributeError:
+                self._device = None
+            self._binding = self.session.io_binding()
+            self._prefill_binding = self.prefill_session.io_binding() if self.prefill_session else None
+            return
         shape = (1, f.num_kv_heads, self.max_len, f.head_dim)  # [batch, kv_heads, max_len, head_dim]
         self._kv = {
             f"{i}.{kind}": self._ort.OrtValue.ortvalue_from_numpy(np.zeros(shape, self.kv_dtype))
@@ -284,11 +313,8 @@ class OnnxModel:
             for kind in ("key", "value")
         }
         self._mask = np.ones((1, self.max_len), np.int64)  # attention_mask views are slices of this
-        self._logits: dict[int, Any] = {}
         self._binding = self._bind_cache(self.session)
         self._prefill_binding = self._bind_cache(self.prefill_session) if self.prefill_session else None
-        self._hidden: dict[int, Any] = {}  # [1, keep, hidden] buffers between the decoder and the head
-        self._head_binding = self.head_session.io_binding() if self.head_session else None
 
     def _bind_cache(self, session: Any) -> Any:
         binding = session.io_binding()
@@ -297,6 +323,28 @@ class OnnxModel:
             binding.bind_ortvalue_input(f"past_key_values.{name}", value)
             binding.bind_ortvalue_output(f"present.{name}", value)
         return binding
+
+    def _bind_views(self, binding: Any, n: int) -> None:
+        """Bind the cache view for a pass of ``n`` new tokens and the rows those tokens are written to."""
+        past = self.length
+        if past + n > self.max_len:  # the graph writes those rows: never past the buffers' end
+            raise ContextFullError(
+                f"the conversation needs {past + n} tokens but the context holds {self.max_len}"
+            )
+        kv, d = self.files.num_kv_heads, self.files.head_dim
+        dtype, row = self.kv_dtype, self._row_bytes
+        view, new = [past + n, kv, d], [1, n, kv * d]
+        raw = getattr(binding, "_iobinding", None)
+        if raw is not None and self._device is not None:
+            device = self._device
+            bind_in, bind_out = raw.bind_input, raw.bind_output
+            for view_name, new_name, ptr in self._view_slots:
+                bind_in(view_name, device, dtype, view, ptr)
+                bind_out(new_name, device, dtype, new, ptr + past * row)
+            return
+        for view_name, new_name, ptr in self._view_slots:
+            binding.bind_input(view_name, "cpu", 0, dtype, view, ptr)
+            binding.bind_output(new_name, "cpu", 0, dtype, new, ptr + past * row)
 
     def _init_plain(self) -> None:
         f = self.files
@@ -348,7 +396,10 @@ class OnnxModel:
         if self._prefill_binding is not None and len(ids) >= PREFILL_MIN_TOKENS:
             session, b = self.prefill_session, self._prefill_binding
         b.bind_cpu_input("input_ids", np.asarray([ids], dtype=np.int64))  # [1, seq]
-        b.bind_cpu_input("attention_mask", self._mask[:, :total])  # [1, past + seq]
+        if self._views:
+            self._bind_views(b, len(ids))
+        else:
+            b.bind_cpu_input("attention_mask", self._mask[:, :total])  # [1, past + seq]
         b.bind_cpu_input("num_logits_to_keep", np.array(keep, dtype=np.int64))
         out = self._logits.get(keep)
         if out is None:

@@ -35,6 +35,7 @@ from qwen_desktop.models.onnx_writer import (
     BLOCK_SIZE,
     FAST_BLOCK_SIZES,
     HEAD_CANDIDATES,
+    KV_LAYOUTS,
     PRECISIONS,
     STYLES,
     build_graph,
@@ -123,6 +124,7 @@ def build_model(
     style: str = "fast",
     progress: Progress | None = None,
     prefill: str = "w8a8",
+    kv_layout: str = "views",
 ) -> BuildResult:
     """Build the model folder ``out`` from ``src`` (a .gguf file or a Hugging Face folder).
 
@@ -140,6 +142,8 @@ def build_model(
             weights per output channel and int8 activations per token (MatMulIntegerToFloat), which
             prefill prompts 2-4x faster than MatMulNBits on CPUs with VNNI, for about 0.5 GB more memory;
             ``none`` leaves it out.
+        kv_layout: fast style: ``views`` (default) or ``shared``, the GroupQueryAttention layout of
+            format 2 folders, which the engine still runs (kept for the tests that check it does).
 
     Raises:
         ModelError: with a one-line message, for any unusable input or output.
@@ -152,6 +156,8 @@ def build_model(
         raise ModelError(f"unknown head precision '{head_precision}' (choose {', '.join(PRECISIONS)})")
     if style not in STYLES:
         raise ModelError(f"unknown graph style '{style}' (choose {', '.join(STYLES)})")
+    if kv_layout not in KV_LAYOUTS:
+        raise ModelError(f"unknown KV cache layout '{kv_layout}' (choose {', '.join(KV_LAYOUTS)})")
     if prefill not in PREFILL_PRECISIONS:
         raise ModelError(f"unknown prefill graph '{prefill}' (choose {', '.join(PREFILL_PRECISIONS)})")
     # fp32 stays exact and a w8a8 build already is the prefill graph: neither gets a second graph.
@@ -168,7 +174,9 @@ def build_model(
         check_tensors(source)
         tmp = _prepare_output(out)
         try:
-            _write_folder(source, tmp, precision, head_precision, style, prefill_precision, progress)
+            _write_folder(
+                source, tmp, precision, head_precision, style, prefill_precision, kv_layout, progress
+            )
             tmp.rename(out)
         except OSError as exc:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -229,6 +237,7 @@ def _write_folder(
     head_precision: str,
     style: str,
     prefill_precision: str | None,
+    kv_layout: str,
     progress: Progress | None,
 ) -> None:
     cfg = source.config
@@ -248,6 +257,7 @@ def _write_folder(
             head_precision=head_precision,
             progress=step,
             split_head=split_head,
+            kv_layout=kv_layout,
         )
         if progress:
             progress("writing", 0, 1)
@@ -263,12 +273,14 @@ def _write_folder(
     tok = source.tokenizer
     manifest: dict[str, Any] = {
         "format": MANIFEST_FORMAT,
-        "format_version": MANIFEST_VERSION,
+        # format 3 is the views layout; a shared-layout build is what format 2 engines read
+        "format_version": MANIFEST_VERSION if style != "fast" or kv_layout == "views" else 2,
         "architecture": source.architecture,
         "style": style,
         "precision": precision,
         "head_precision": head_precision,
         "prefill_precision": prefill_precision,
+        "kv_layout": kv_layout if style == "fast" else None,
         "block_sizes": _block_sizes(style, precision, head_precision, cfg.vocab_size),
         "config": cfg.to_dict() | {"head_dim": cfg.head_dim},
         "max_context": cfg.max_context,

@@ -18,7 +18,7 @@ PREFILL_FILE = "prefill.onnx"
 HEAD_FILE = "head.onnx"  # the output head that model.onnx and prefill.onnx both feed (format 2)
 TOKENIZER_FILE = "tokenizer.json"
 MANIFEST_FORMAT = "qwen-desktop-model"
-MANIFEST_VERSION = 2
+MANIFEST_VERSION = 3  # 3: the fast graphs read the KV cache through views (kv_layout "views")
 
 
 def read_manifest(folder: Path) -> dict[str, Any]:

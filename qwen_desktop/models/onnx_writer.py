@@ -3,14 +3,21 @@
 Two styles:
 
 ``fast``
-    ONNX Runtime CPU contrib ops: GroupQueryAttention with the rotary embedding fused in and a KV cache
-    buffer that past and present share, MatMulNBits for quantized linear layers, one packed QKV matmul,
-    one packed gate/up matmul, SkipSimplifiedLayerNormalization, and logits only for the last
-    ``num_logits_to_keep`` positions.
+    ONNX Runtime CPU contrib ops: MatMulNBits for quantized linear layers, one packed QKV matmul, one
+    packed gate/up matmul, SkipSimplifiedLayerNormalization, and logits only for the last
+    ``num_logits_to_keep`` positions. Attention reads the KV cache through views the caller binds, so no
+    pass copies the cache (``kv_layout``):
 
-    Inputs: ``input_ids`` [batch, seq] int64, ``attention_mask`` [batch, total] int64,
-    ``num_logits_to_keep`` [] int64, ``past_key_values.N.key/value`` [batch, kv_heads, max_len, head_dim].
-    Outputs: ``logits`` [batch, keep, vocab], ``present.N.key/value`` (bind them to the past buffers).
+    - ``views`` (default, manifest format 3): RotaryEmbedding, then FusedMatMul straight over a view of
+      the cache. Inputs: ``input_ids`` [1, seq] int64, ``num_logits_to_keep`` [] int64,
+      ``kv_cache.N.key/value`` [past + seq, kv_heads, head_dim]: rows 0 .. past + seq of a
+      sequence-major cache buffer, the last ``seq`` rows this pass's own. Outputs: ``logits``
+      [1, keep, vocab] (or ``hidden``) and ``kv_new.N.key/value`` [1, seq, kv_heads * head_dim], which
+      must be bound to those last ``seq`` rows of the same buffer: the graph writes the new positions
+      there and its attention reads them back through the view (plain ``run()`` would read stale rows).
+    - ``shared`` (format 2 folders): GroupQueryAttention with the rotary embedding fused in. Inputs add
+      ``attention_mask`` [batch, total] int64, and ``past_key_values.N.key/value`` are
+      [batch, kv_heads, max_len, head_dim] buffers that ``present.N.key/value`` share.
 
 ``plain``
     Standard ONNX ops only, with the names hub-published exports use: ``input_ids``, ``attention_mask``,
@@ -33,6 +40,7 @@ from qwen_desktop.models.quant import BlockQuantized, quantize_blockwise
 from qwen_desktop.models.weights import EMBED, FINAL_NORM, LM_HEAD, QwenConfig, layer_names
 
 STYLES = ("fast", "plain")
+KV_LAYOUTS = ("views", "shared")  # fast style: how attention reads the KV cache (see the module docstring)
 PRECISIONS = ("int4", "int8", "w8a8", "fp32")
 BLOCK_SIZE = 32  # the embedding, the plain style, and any fast-style tensor not named below
 # Fast-style 4-bit block size per fused linear layer. Larger blocks read fewer scales per token (decode is
@@ -131,12 +139,16 @@ class _Writer:
         head_precision: str,
         progress: Progress | None,
         split_head: bool = False,
+        kv_layout: str = "views",
     ) -> None:
         if precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {PRECISIONS}")
         if head_precision not in PRECISIONS:
             raise ValueError(f"head precision must be one of {PRECISIONS}")
+        if kv_layout not in KV_LAYOUTS:
+            raise ValueError(f"kv_layout must be one of {KV_LAYOUTS}")
         self.cfg = cfg
+        self.kv_layout = kv_layout
         self.fetch = fetch
         self.precision = precision
         self.head_precision = head_precision
@@ -305,14 +317,16 @@ class _Writer:
     def _io(self, style: str) -> tuple[list[onnx.ValueInfoProto], list[onnx.ValueInfoProto]]:
         cfg = self.cfg
         kv, d = cfg.num_kv_heads, cfg.head_dim
-        past = "max_length" if style == "fast" else "past_sequence_length"
-        present = "max_length" if style == "fast" else "total_sequence_length"
+        views = style == "fast" and self.kv_layout == "views"
         inputs = [
-            helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch_size", "sequence_length"]),
-            helper.make_tensor_value_info(
-                "attention_mask", TensorProto.INT64, ["batch_size", "total_sequence_length"]
-            ),
+            helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch_size", "sequence_length"])
         ]
+        if not views:
+            inputs.append(
+                helper.make_tensor_value_info(
+                    "attention_mask", TensorProto.INT64, ["batch_size", "total_sequence_length"]
+                )
+            )
         if style == "fast":
             inputs.append(helper.make_tensor_value_info("num_logits_to_keep", TensorProto.INT64, []))
         else:
@@ -330,17 +344,23 @@ class _Writer:
                 ["batch_size", "num_logits" if style == "fast" else "sequence_length", cfg.vocab_size],
             )
         outputs = [first]
+        in_shape: list[str | int]
+        out_shape: list[str | int]
+        if views:
+            in_name, in_shape = "kv_cache", ["total_sequence_length", kv, d]
+            out_name, out_shape = "kv_new", [1, "sequence_length", kv * d]
+        else:
+            length = "max_length" if style == "fast" else "past_sequence_length"
+            in_name, in_shape = "past_key_values", ["batch_size", kv, length, d]
+            total = "max_length" if style == "fast" else "total_sequence_length"
+            out_name, out_shape = "present", ["batch_size", kv, total, d]
         for i in range(cfg.num_layers):
             for kind in ("key", "value"):
                 inputs.append(
-                    helper.make_tensor_value_info(
-                        f"past_key_values.{i}.{kind}", TensorProto.FLOAT, ["batch_size", kv, past, d]
-                    )
+                    helper.make_tensor_value_info(f"{in_name}.{i}.{kind}", TensorProto.FLOAT, in_shape)
                 )
                 outputs.append(
-                    helper.make_tensor_value_info(
-                        f"present.{i}.{kind}", TensorProto.FLOAT, ["batch_size", kv, present, d]
-                    )
+                    helper.make_tensor_value_info(f"{out_name}.{i}.{kind}", TensorProto.FLOAT, out_shape)
                 )
         return inputs, outputs
 
@@ -401,6 +421,147 @@ class _Writer:
             bits=bits,
         )
 
+    # -- attention (fast style) --------------------------------------------------------------------------
+    def _attention_inputs(self) -> dict[str, str]:
+        """Values every layer's attention uses, computed once per run."""
+        g, cfg = self.g, self.cfg
+        cos, sin = _rope_cache(cfg, cfg.max_context)
+        run = {
+            "cos": g.init("cos_cache", cos),
+            "sin": g.init("sin_cache", sin),
+        }  # [max_context, head_dim / 2]
+        if self.kv_layout == "shared":
+            # GroupQueryAttention reads the cache length from seqlens_k (valid tokens - 1) and the total length.
+            mask_sum = g.op1(
+                "ReduceSum", ["attention_mask", g.const("axes_1", [1])], "mask/ReduceSum", keepdims=0
+            )
+            run["seqlens_k"] = g.op1(
+                "Cast",
+                [g.op1("Sub", [mask_sum, g.const("one", [1])], "mask/Sub")],
+                "mask/Cast",
+                to=TensorProto.INT32,
+            )  # [batch] int32
+            shape = g.op1("Shape", ["attention_mask"], "mask/Shape")
+            total = g.op1("Gather", [shape, g.const("idx_1", 1)], "mask/Gather", axis=0)
+            run["total_len"] = g.op1("Cast", [total], "mask/CastTotal", to=TensorProto.INT32)  # [] int32
+            return run
+        # views: the bound cache view holds `total` positions, the last `seq` of them this pass's own (the
+        # graph writes them through its new-position outputs, which are bound to those rows).
+        total = g.op1("Shape", ["kv_cache.0.key"], "pos/Total", start=0, end=1)  # [1]
+        seq = g.op1("Shape", ["input_ids"], "pos/Seq", start=1, end=2)  # [1]
+        axis_0 = g.const("axis_0", [0])
+        total0 = g.op1("Squeeze", [total, axis_0], "pos/Total0")
+        past0 = g.op1("Sub", [total0, g.op1("Squeeze", [seq, axis_0], "pos/Seq0")], "pos/Past0")
+        one = g.const("one_scalar", 1)
+        positions = g.op1("Range", [past0, total0, one], "pos/Range")  # [seq]: past .. total - 1
+        run["positions"] = g.op1("Unsqueeze", [positions, axis_0], "pos/Ids")  # [1, seq]
+        # Causal mask: new position `past + s` sees cache rows 0 .. past + s. [seq, total], 0 or -max.
+        cols = g.op1("Range", [g.const("zero_scalar", 0), total0, one], "mask/Range")  # [total]
+        later = g.op1(
+            "Greater",
+            [
+                g.op1("Unsqueeze", [cols, axis_0], "mask/Cols"),
+                g.op1("Unsqueeze", [positions, g.const("axis_1", [1])], "mask/Rows"),
+            ],
+            "mask/Later",
+        )
+        run["mask"] = g.op1(
+            "Where",
+            [
+                later,
+                g.const("mask_min", np.finfo(np.float32).min, np.float32),
+                g.const("mask_zero", 0.0, np.float32),
+            ],
+            "mask/Where",
+        )
+        return run
+
+    def _attention(self, qkv: str, i: int, run: dict[str, str]) -> str:
+        """Self-attention of layer ``i`` from its packed ``qkv`` ``[1, s, (h + 2 kv) * d]`` -> ``[1, s, h * d]``."""
+        g, cfg = self.g, self.cfg
+        h, kvh, d = cfg.num_heads, cfg.num_kv_heads, cfg.head_dim
+        p = f"layers.{i}"
+        if self.kv_layout == "shared":
+            return g.op(
+                "GroupQueryAttention",
+                [
+                    qkv,
+                    "",
+                    "",
+                    f"past_key_values.{i}.key",
+                    f"past_key_values.{i}.value",
+                    run["seqlens_k"],
+                    run["total_len"],
+                    run["cos"],
+                    run["sin"],
+                ],
+                f"{p}/attn",
+                n_out=3,
+                domain=MS_DOMAIN,
+                outputs=[f"{p}/attn/out", f"present.{i}.key", f"present.{i}.value"],
+                num_heads=h,
+                kv_num_heads=kvh,
+                do_rotary=1,
+                rotary_interleaved=0,
+                scale=float(1.0 / np.sqrt(d)),
+            )[0]
+        # views: the new keys and values leave the graph as soon as they exist (the Split outputs, bound to
+        # the cache rows after the cached ones), and attention then reads every position, old and new, from
+        # the cache view in place. Reading the view only after that write is guaranteed by data flow: the
+        # query comes out of the same Split node as the key, and the values' Split feeds everything.
+        # Each key/value head serves a group of query heads, so a group is one matrix product,
+        # [group * s, d] x [d, total], for the whole pass.
+        group = h // kvh
+        scale = float(1.0 / np.sqrt(d))
+        qk = g.op(
+            "Split",
+            [qkv, g.const("split_qk_v", [(h + kvh) * d, kvh * d])],
+            f"{p}/attn/Split",
+            n_out=2,
+            axis=-1,
+            outputs=[f"{p}/attn/qk", f"kv_new.{i}.value"],  # [1, s, kv * d]
+        )[0]
+        qk = g.op1(
+            "RotaryEmbedding",
+            [qk, run["positions"], run["cos"], run["sin"]],
+            f"{p}/attn/Rotary",
+            domain=MS_DOMAIN,
+            num_heads=h + kvh,
+            interleaved=0,
+        )
+        q = g.op(
+            "Split",
+            [qk, g.const("split_q_k", [h * d, kvh * d])],
+            f"{p}/attn/SplitQK",
+            n_out=2,
+            axis=-1,
+            outputs=[f"{p}/attn/q", f"kv_new.{i}.key"],
+        )[0]
+        q = g.op1(
+            "Reshape", [q, g.const("q_heads", [-1, kvh, group, d])], f"{p}/attn/QHeads"
+        )  # [s, kv, grp, d]
+        q = g.op1("Transpose", [q], f"{p}/attn/QT", perm=[1, 2, 0, 3])  # [kv, grp, s, d]
+        q = g.op1("Reshape", [q, g.const("q_groups", [kvh, -1, d])], f"{p}/attn/QGroups")  # [kv, grp*s, d]
+        scores = g.op1(
+            "FusedMatMul",
+            [q, f"kv_cache.{i}.key"],  # [total, kv, d], read as [kv, d, total]
+            f"{p}/attn/QK",
+            domain=MS_DOMAIN,
+            transB=1,
+            transBatchB=1,
+            alpha=scale,
+        )  # [kv, grp*s, total]
+        scores = g.op1("Reshape", [scores, g.const("per_head", [kvh * group, -1, 0])], f"{p}/attn/Heads")
+        scores = g.op1("Add", [scores, run["mask"]], f"{p}/attn/Causal")  # [kv*grp, s, total]
+        scores = g.op1("Reshape", [scores, g.const("per_group", [kvh, -1, 0])], f"{p}/attn/Groups")
+        probs = g.op1("Softmax", [scores], f"{p}/attn/Softmax", axis=-1)
+        out = g.op1(
+            "FusedMatMul", [probs, f"kv_cache.{i}.value"], f"{p}/attn/PV", domain=MS_DOMAIN, transBatchB=1
+        )  # [kv, grp*s, d]
+        out = g.op1("Reshape", [out, g.const("out_groups", [kvh, group, -1, d])], f"{p}/attn/OutGroups")
+        out = g.op1("Transpose", [out], f"{p}/attn/OutT", perm=[2, 0, 1, 3])  # [s, kv, grp, d]
+        return g.op1("Reshape", [out, g.const("out_shape", [1, -1, h * d])], f"{p}/attn/Out")
+
     def _head_weight(self) -> np.ndarray:
         return self.fetch(EMBED if self.cfg.tie_word_embeddings else LM_HEAD)
 
@@ -409,32 +570,7 @@ class _Writer:
         eps = cfg.rms_norm_eps
         x = self._embedding_fast()  # [batch, seq, hidden]
         self._tick("embedding")
-        # GroupQueryAttention reads the cache length from seqlens_k (valid tokens - 1) and the total length.
-        mask_sum = g.op1(
-            "ReduceSum", ["attention_mask", g.const("axes_1", [1])], "mask/ReduceSum", keepdims=0
-        )
-        seqlens_k = g.op1(
-            "Cast",
-            [g.op1("Sub", [mask_sum, g.const("one", [1])], "mask/Sub")],
-            "mask/Cast",
-            to=TensorProto.INT32,
-        )  # [batch] int32
-        total_len = g.op1(
-            "Cast",
-            [
-                g.op1(
-                    "Gather",
-                    [g.op1("Shape", ["attention_mask"], "mask/Shape"), g.const("idx_1", 1)],
-                    "mask/Gather",
-                    axis=0,
-                )
-            ],
-            "mask/CastTotal",
-            to=TensorProto.INT32,
-        )  # [] int32
-        cos, sin = _rope_cache(cfg, cfg.max_context)
-        cos_name = g.init("cos_cache", cos)  # [max_context, head_dim / 2]
-        sin_name = g.init("sin_cache", sin)
+        run = self._attention_inputs()
         residual = x
         hidden = x
         for i in range(cfg.num_layers):
@@ -466,29 +602,7 @@ class _Writer:
                 [self.fetch(n["q_bias"]), self.fetch(n["k_bias"]), self.fetch(n["v_bias"])]
             )
             qkv = self.linear_fast(normed, qkv_w, qkv_b, f"{p}.qkv_proj", self.precision)  # [b, s, (h+2kv)*d]
-            attn = g.op(
-                "GroupQueryAttention",
-                [
-                    qkv,
-                    "",
-                    "",
-                    f"past_key_values.{i}.key",
-                    f"past_key_values.{i}.value",
-                    seqlens_k,
-                    total_len,
-                    cos_name,
-                    sin_name,
-                ],
-                f"{p}/attn",
-                n_out=3,
-                domain=MS_DOMAIN,
-                outputs=[f"{p}/attn/out", f"present.{i}.key", f"present.{i}.value"],
-                num_heads=cfg.num_heads,
-                kv_num_heads=cfg.num_kv_heads,
-                do_rotary=1,
-                rotary_interleaved=0,
-                scale=float(1.0 / np.sqrt(cfg.head_dim)),
-            )[0]  # [b, s, hidden]
+            attn = self._attention(qkv, i, run)  # [b, s, hidden]
             o = self.linear_fast(attn, self.fetch(n["o"]), None, f"{p}.o_proj", self.precision)
             outs = g.op(
                 "SkipSimplifiedLayerNormalization",
@@ -776,6 +890,7 @@ def build_graph(
     head_precision: str = "int8",
     progress: Progress | None = None,
     split_head: bool = False,
+    kv_layout: str = "views",
 ) -> onnx.ModelProto:
     """Build the ONNX model of a Qwen2 decoder whose tensors ``fetch(name)`` returns (HF names, float32).
 
@@ -784,7 +899,7 @@ def build_graph(
     """
     if split_head and style != "fast":
         raise ValueError("split_head needs the fast style")
-    return _Writer(cfg, fetch, precision, head_precision, progress, split_head).build(style)
+    return _Writer(cfg, fetch, precision, head_precision, progress, split_head, kv_layout).build(style)
 
 
 def build_head_graph(cfg: QwenConfig, fetch: Fetch, head_precision: str = "int4") -> onnx.ModelProto:
@@ -795,6 +910,7 @@ def build_head_graph(cfg: QwenConfig, fetch: Fetch, head_precision: str = "int4"
 __all__ = [
     "FAST_BLOCK_SIZES",
     "HEAD_CANDIDATES",
+    "KV_LAYOUTS",
     "PRECISIONS",
     "STYLES",
     "BlockQuantized",

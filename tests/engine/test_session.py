@@ -162,3 +162,39 @@ def test_one_head_graph_serves_both_decoder_graphs(tmp_path, tiny_model_dir):
     (folder / "head.onnx").unlink()
     with pytest.raises(ModelError, match=r"head\.onnx is missing"):
         load_model_files(folder)
+
+
+@pytest.mark.parametrize("kv_layout", ["views", "shared"])
+def test_both_cache_layouts_match_the_reference_through_prompts_replies_and_rewinds(
+    tmp_path, tiny_gguf, reference, kv_layout
+):
+    """Format 3 folders read the cache through views of one sequence-major buffer per layer; format 2
+    folders (made before) keep GroupQueryAttention and its shared buffer. Both give the fp32 reference's
+    logits for a prompt, one-token steps, a multi-token step, and a new branch after a rewind."""
+    folder = build_model(tiny_gguf, tmp_path / kv_layout, precision="fp32", kv_layout=kv_layout).folder
+    files = load_model_files(folder)
+    assert files.kv_layout == kv_layout
+    assert files.manifest["format_version"] == (3 if kv_layout == "views" else 2)
+    model = OnnxModel(files, threads=1, max_len=64)
+    reference.reset()
+    steps = [PROMPT, *[[t] for t in REPLY], [40, 41, 42]]
+    for ids in steps:
+        want = reference.forward(ids)
+        got = model.forward(ids, keep=len(ids))
+        assert np.abs(got - want).max() < 1e-3
+    model.rewind(len(PROMPT) + 2)
+    reference.reset()
+    reference.forward(PROMPT + REPLY[:2])
+    for ids in ([300, 301], [302]):
+        assert np.abs(model.forward(ids, keep=len(ids)) - reference.forward(ids)).max() < 1e-3
+    assert model.length == len(PROMPT) + 5
+
+
+def test_the_cache_views_bind_alike_through_the_public_iobinding_api(tiny_model_dir):
+    """Where ONNX Runtime lacks the binding object the fast path uses, the public methods bind the same views."""
+    fast = OnnxModel(load_model_files(tiny_model_dir), threads=1, max_len=64)
+    public = OnnxModel(load_model_files(tiny_model_dir), threads=1, max_len=64)
+    public._device = None
+    for ids in (PROMPT, [7], [8, 9, 10]):
+        assert np.array_equal(fast.forward(ids, keep=len(ids)), public.forward(ids, keep=len(ids)))
+    assert fast.length == public.length == len(PROMPT) + 4

@@ -144,7 +144,8 @@ def test_default_build_is_int4_fast_with_an_int4_head_and_writes_a_complete_mani
         "prefill": "prefill.onnx",
         "head": "head.onnx",
     }
-    assert m["prefill_precision"] == "w8a8" and m["format_version"] == 2
+    assert m["prefill_precision"] == "w8a8" and m["format_version"] == 3
+    assert m["kv_layout"] == "views"
     assert sorted(p.name for p in tiny_model_dir.iterdir()) == [
         "head.onnx",
         "manifest.json",
@@ -188,7 +189,10 @@ def test_fast_graph_uses_the_fused_cpu_ops(tiny_model_dir):
 
     model = onnx.load(str(tiny_model_dir / "model.onnx"))
     ops = [n.op_type for n in model.graph.node]
-    assert ops.count("GroupQueryAttention") == 2
+    # attention reads the cache through views: rotary, then group-batched products over past and new keys
+    assert "GroupQueryAttention" not in ops
+    assert ops.count("RotaryEmbedding") == 2 and ops.count("FusedMatMul") == 2 * 2
+    assert [o.name for o in model.graph.output][1:3] == ["kv_new.0.key", "kv_new.0.value"]
     assert ops.count("MatMulNBits") == 2 * 4  # qkv, o, gate_up, down per layer (the head is head.onnx)
     assert "GatherBlockQuantized" in ops
     assert "SkipSimplifiedLayerNormalization" in ops
@@ -243,13 +247,9 @@ def test_int4_head_scores_its_best_tokens_exactly(tiny_model_dir, tiny_cfg, tiny
 
 def test_fast_graph_computes_logits_only_for_the_kept_positions(tiny_model_dir):
     run = StepRunner(tiny_model_dir)
-    feeds = dict(run.past)
     n = 40
-    feeds.update(
-        input_ids=np.arange(1, n + 1, dtype=np.int64)[None],
-        attention_mask=np.ones((1, n), np.int64),
-        num_logits_to_keep=np.array(1, np.int64),
-    )
+    feeds = run.feeds(list(range(1, n + 1)))
+    feeds["num_logits_to_keep"] = np.array(1, np.int64)
     hidden = run.session.run(["hidden"], feeds)[0]
     assert hidden.shape == (1, 1, run.manifest["config"]["hidden_size"])
     logits = run.head.run(None, {"hidden": hidden})[0]

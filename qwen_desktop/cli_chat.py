@@ -168,6 +168,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         ),
         ("code edit, plain decode", f"{r.plain_edit_decode_tps:.1f} tokens/s"),
         ("code edit, prompt lookup", f"{r.lookup_decode_tps:.1f} tokens/s"),
+        (f"decode after {r.long_context_tokens} tokens", f"{r.long_context_decode_tps:.1f} tokens/s"),
         ("peak RSS", f"{r.peak_rss_mb:.0f} MB"),
     ]
     width = max(len(k) for k, _ in rows)

@@ -52,6 +52,9 @@ EDIT_PROMPT = (
 )
 
 
+LONG_CONTEXT = 2000  # tokens before the long-context decode figure: a long chat, half the default context
+
+
 def long_prompt(tokenizer: ChatTokenizer, target: int = 500) -> str:
     """A user message whose rendered chat prompt is about ``target`` tokens."""
     text = ""
@@ -81,6 +84,8 @@ class BenchResult:
     turn6_reused_tokens: int
     lookup_decode_tps: float
     plain_edit_decode_tps: float
+    long_context_decode_tps: float  # decode right after a prompt of long_context_tokens (a long chat)
+    long_context_tokens: int
     peak_rss_mb: float
     machine: dict[str, Any] = field(default_factory=dict)
 
@@ -109,6 +114,19 @@ def _decode(engine: ChatEngine, prompt: str, n: int, lookup: bool) -> float:
         if isinstance(ev, Finished):
             return ev.stats.decode_tps
     return 0.0
+
+
+def _long_context_decode(engine: ChatEngine, target: int, n: int) -> tuple[float, int]:
+    """Decode tokens/s over ``n`` new tokens after a prompt of about ``target`` tokens: how fast a long
+    conversation still answers. Returns (tokens/s, prompt tokens)."""
+    engine.model.reset()
+    ids = engine.context.encode([{"role": "user", "content": long_prompt(engine.tokenizer, target)}])
+    ids = ids[:target]  # a coarse tokenizer (the tests' tiny one) overshoots; the speed is what counts here
+    params = SamplingParams(temperature=0.0, top_k=0, top_p=1.0, repetition_penalty=1.0, max_tokens=n)
+    for ev in stream_generate(engine.model, engine.tokenizer, ids, params, stop_ids=(), prompt_lookup=False):
+        if isinstance(ev, Finished):
+            return ev.stats.decode_tps, len(ids)
+    return 0.0, len(ids)
 
 
 def _turn6(engine: ChatEngine) -> tuple[float, int, int]:
@@ -154,7 +172,8 @@ def run_bench(
     decode_tokens: int = 128,
     say: Callable[[str], None] | None = None,
 ) -> BenchResult:
-    """Measure load, warm-up, TTFT (short, long, turn 6), prefill and decode speed, and peak RSS."""
+    """Measure load, warm-up, TTFT (short, long, turn 6), prefill speed, decode speed (after a short and
+    after a long prompt), and peak RSS."""
     say = say or (lambda _m: None)
     started = time.perf_counter()
     engine = ChatEngine(folder, threads=threads, context_limit=4096)
@@ -172,6 +191,10 @@ def run_bench(
     edit_lookup = [_decode(engine, EDIT_PROMPT, decode_tokens, lookup=True) for _ in range(runs)]
     say("multi-turn: turn 6")
     turn6 = [_turn6(engine) for _ in range(runs)]
+    # A conversation of LONG_CONTEXT tokens, or as many as the context holds beside the reply.
+    target = min(LONG_CONTEXT, engine.context_limit - decode_tokens - 64)
+    say(f"decode speed after {target} tokens of conversation")
+    after_long = [_long_context_decode(engine, target, decode_tokens) for _ in range(runs)]
     long_s = statistics.median(t for t, _ in ttft_long)
     long_tokens = ttft_long[0][1]
     return BenchResult(
@@ -192,6 +215,8 @@ def run_bench(
         turn6_reused_tokens=turn6[0][2],
         lookup_decode_tps=statistics.median(edit_lookup),
         plain_edit_decode_tps=statistics.median(edit_plain),
+        long_context_decode_tps=statistics.median(t for t, _ in after_long),
+        long_context_tokens=after_long[0][1],
         peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         machine=machine_info(),
     )

@@ -146,7 +146,9 @@ def _optional(folder: Path, name: object) -> Path | None:
 
 
 def _check_present(files: ModelFiles) -> None:
-    if files.style == "fast" and files.kv_layout not in ("views", "shared"):
+    from qwen_desktop.models.manifest import KV_LAYOUTS
+
+    if files.style == "fast" and files.kv_layout not in KV_LAYOUTS:
         raise ModelError(f"{files.folder.name}: unknown KV cache layout '{files.kv_layout}'; please update")
     if not files.graph.is_file():
         raise ModelError(f"{files.folder.name}: {files.graph.name} is missing")

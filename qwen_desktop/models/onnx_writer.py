@@ -36,11 +36,11 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from qwen_desktop.models.manifest import KV_LAYOUTS
 from qwen_desktop.models.quant import BlockQuantized, quantize_blockwise
 from qwen_desktop.models.weights import EMBED, FINAL_NORM, LM_HEAD, QwenConfig, layer_names
 
 STYLES = ("fast", "plain")
-KV_LAYOUTS = ("views", "shared")  # fast style: how attention reads the KV cache (see the module docstring)
 PRECISIONS = ("int4", "int8", "w8a8", "fp32")
 BLOCK_SIZE = 32  # the embedding, the plain style, and any fast-style tensor not named below
 # Fast-style 4-bit block size per fused linear layer. Larger blocks read fewer scales per token (decode is
@@ -515,7 +515,7 @@ class _Writer:
         scale = float(1.0 / np.sqrt(d))
         qk = g.op(
             "Split",
-            [qkv, g.const("split_qk_v", [(h + kvh) * d, kvh * d])],
+            [qkv, self._shared("split_qk_v", [(h + kvh) * d, kvh * d], np.int64)],
             f"{p}/attn/Split",
             n_out=2,
             axis=-1,
@@ -531,17 +531,19 @@ class _Writer:
         )
         q = g.op(
             "Split",
-            [qk, g.const("split_q_k", [h * d, kvh * d])],
+            [qk, self._shared("split_q_k", [h * d, kvh * d], np.int64)],
             f"{p}/attn/SplitQK",
             n_out=2,
             axis=-1,
             outputs=[f"{p}/attn/q", f"kv_new.{i}.key"],
         )[0]
         q = g.op1(
-            "Reshape", [q, g.const("q_heads", [-1, kvh, group, d])], f"{p}/attn/QHeads"
+            "Reshape", [q, self._shared("q_heads", [-1, kvh, group, d], np.int64)], f"{p}/attn/QHeads"
         )  # [s, kv, grp, d]
         q = g.op1("Transpose", [q], f"{p}/attn/QT", perm=[1, 2, 0, 3])  # [kv, grp, s, d]
-        q = g.op1("Reshape", [q, g.const("q_groups", [kvh, -1, d])], f"{p}/attn/QGroups")  # [kv, grp*s, d]
+        q = g.op1(
+            "Reshape", [q, self._shared("q_groups", [kvh, -1, d], np.int64)], f"{p}/attn/QGroups"
+        )  # [kv, grp*s, d]
         scores = g.op1(
             "FusedMatMul",
             [q, f"kv_cache.{i}.key"],  # [total, kv, d], read as [kv, d, total]
@@ -551,16 +553,22 @@ class _Writer:
             transBatchB=1,
             alpha=scale,
         )  # [kv, grp*s, total]
-        scores = g.op1("Reshape", [scores, g.const("per_head", [kvh * group, -1, 0])], f"{p}/attn/Heads")
+        scores = g.op1(
+            "Reshape", [scores, self._shared("per_head", [kvh * group, -1, 0], np.int64)], f"{p}/attn/Heads"
+        )
         scores = g.op1("Add", [scores, run["mask"]], f"{p}/attn/Causal")  # [kv*grp, s, total]
-        scores = g.op1("Reshape", [scores, g.const("per_group", [kvh, -1, 0])], f"{p}/attn/Groups")
+        scores = g.op1(
+            "Reshape", [scores, self._shared("per_group", [kvh, -1, 0], np.int64)], f"{p}/attn/Groups"
+        )
         probs = g.op1("Softmax", [scores], f"{p}/attn/Softmax", axis=-1)
         out = g.op1(
             "FusedMatMul", [probs, f"kv_cache.{i}.value"], f"{p}/attn/PV", domain=MS_DOMAIN, transBatchB=1
         )  # [kv, grp*s, d]
-        out = g.op1("Reshape", [out, g.const("out_groups", [kvh, group, -1, d])], f"{p}/attn/OutGroups")
+        out = g.op1(
+            "Reshape", [out, self._shared("out_groups", [kvh, group, -1, d], np.int64)], f"{p}/attn/OutGroups"
+        )
         out = g.op1("Transpose", [out], f"{p}/attn/OutT", perm=[2, 0, 1, 3])  # [s, kv, grp, d]
-        return g.op1("Reshape", [out, g.const("out_shape", [1, -1, h * d])], f"{p}/attn/Out")
+        return g.op1("Reshape", [out, self._shared("out_shape", [1, -1, h * d], np.int64)], f"{p}/attn/Out")
 
     def _head_weight(self) -> np.ndarray:
         return self.fetch(EMBED if self.cfg.tie_word_embeddings else LM_HEAD)

@@ -34,14 +34,17 @@ class StepRunner:
         names = [f"{i}.{k}" for i in range(self.layers) for k in ("key", "value")]
         if self.views:
             self.cache = {n: np.zeros((self.max_len, self.kv, self.hd), np.float32) for n in names}
-        self.past = {f"past_key_values.{n}": np.zeros((1, self.kv, 0, self.hd), np.float32) for n in names}
+        else:
+            self.past = {
+                f"past_key_values.{n}": np.zeros((1, self.kv, 0, self.hd), np.float32) for n in names
+            }
 
     def feeds(self, ids: list[int]) -> dict[str, np.ndarray]:
         """The inputs of a pass over ``ids`` (views graphs: the ``kv_cache`` views, without the binding of
         the rows the graph writes; ``forward`` binds those)."""
         total = self.length + len(ids)
         feeds: dict[str, np.ndarray] = {"input_ids": np.array([ids], np.int64)}
-        if self.views and total > len(next(iter(self.cache.values()))):  # the graph writes rows up to total
+        if self.views and total > self.max_len:  # the graph writes rows up to total
             grown = max(total, 2 * self.max_len)
             for n, buf in self.cache.items():
                 self.cache[n] = np.concatenate(

@@ -106,9 +106,14 @@ def _ttft(engine: ChatEngine, messages: list[dict[str, str]]) -> tuple[float, in
 
 
 def _decode(engine: ChatEngine, prompt: str, n: int, lookup: bool) -> float:
-    """Decode tokens/s over ``n`` new tokens, stop tokens ignored so every run writes the same length."""
+    """Decode tokens/s over ``n`` new tokens after ``prompt``."""
+    return _decode_ids(engine, engine.context.encode([{"role": "user", "content": prompt}]), n, lookup)
+
+
+def _decode_ids(engine: ChatEngine, ids: list[int], n: int, lookup: bool) -> float:
+    """Decode tokens/s over ``n`` new tokens after the prompt ``ids``, from an empty cache, stop tokens
+    ignored so every run writes the same length."""
     engine.model.reset()
-    ids = engine.context.encode([{"role": "user", "content": prompt}])
     params = SamplingParams(temperature=0.0, top_k=0, top_p=1.0, repetition_penalty=1.0, max_tokens=n)
     for ev in stream_generate(engine.model, engine.tokenizer, ids, params, stop_ids=(), prompt_lookup=lookup):
         if isinstance(ev, Finished):
@@ -119,14 +124,9 @@ def _decode(engine: ChatEngine, prompt: str, n: int, lookup: bool) -> float:
 def _long_context_decode(engine: ChatEngine, target: int, n: int) -> tuple[float, int]:
     """Decode tokens/s over ``n`` new tokens after a prompt of about ``target`` tokens: how fast a long
     conversation still answers. Returns (tokens/s, prompt tokens)."""
-    engine.model.reset()
     ids = engine.context.encode([{"role": "user", "content": long_prompt(engine.tokenizer, target)}])
     ids = ids[:target]  # a coarse tokenizer (the tests' tiny one) overshoots; the speed is what counts here
-    params = SamplingParams(temperature=0.0, top_k=0, top_p=1.0, repetition_penalty=1.0, max_tokens=n)
-    for ev in stream_generate(engine.model, engine.tokenizer, ids, params, stop_ids=(), prompt_lookup=False):
-        if isinstance(ev, Finished):
-            return ev.stats.decode_tps, len(ids)
-    return 0.0, len(ids)
+    return _decode_ids(engine, ids, n, lookup=False), len(ids)
 
 
 def _turn6(engine: ChatEngine) -> tuple[float, int, int]:

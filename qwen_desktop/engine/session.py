@@ -325,22 +325,18 @@ class OnnxModel:
         return binding
 
     def _bind_views(self, binding: Any, n: int) -> None:
-        """Bind the cache view for a pass of ``n`` new tokens and the rows those tokens are written to."""
+        """Bind the cache view for a pass of ``n`` new tokens and the rows those tokens are written to
+        (``forward`` has checked that they fit in the buffers)."""
         past = self.length
-        if past + n > self.max_len:  # the graph writes those rows: never past the buffers' end
-            raise ContextFullError(
-                f"the conversation needs {past + n} tokens but the context holds {self.max_len}"
-            )
         kv, d = self.files.num_kv_heads, self.files.head_dim
         dtype, row = self.kv_dtype, self._row_bytes
         view, new = [past + n, kv, d], [1, n, kv * d]
         raw = getattr(binding, "_iobinding", None)
         if raw is not None and self._device is not None:
             device = self._device
-            bind_in, bind_out = raw.bind_input, raw.bind_output
             for view_name, new_name, ptr in self._view_slots:
-                bind_in(view_name, device, dtype, view, ptr)
-                bind_out(new_name, device, dtype, new, ptr + past * row)
+                raw.bind_input(view_name, device, dtype, view, ptr)
+                raw.bind_output(new_name, device, dtype, new, ptr + past * row)
             return
         for view_name, new_name, ptr in self._view_slots:
             binding.bind_input(view_name, "cpu", 0, dtype, view, ptr)
@@ -380,7 +376,7 @@ class OnnxModel:
             raise ValueError("forward needs at least one token")
         keep = min(keep, len(ids))
         total = self.length + len(ids)
-        if total > self.max_len:
+        if total > self.max_len:  # also keeps the rows a views graph writes inside its buffers
             raise ContextFullError(
                 f"the conversation needs {total} tokens but the context holds {self.max_len}"
             )

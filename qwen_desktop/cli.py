@@ -126,13 +126,15 @@ def cmd_build_model(args: argparse.Namespace) -> int:
             style=args.style,
             progress=bar,
             prefill=args.prefill,
+            fit=args.fit,
         )
     finally:
         bar.close()
     prefill = f", {result.prefill_precision} prefill graph" if result.prefill_precision else ""
+    fitted = ", fitted to calibration text" if result.fit == "gptq" else ""
     print(
         f"Built {result.folder} in {result.seconds:.1f} s: {_human_bytes(result.bytes_on_disk)} on disk, "
-        f"{result.precision} layers, {result.head_precision} embedding/head, {result.style} graph{prefill}"
+        f"{result.precision} layers{fitted}, {result.head_precision} embedding/head, {result.style} graph{prefill}"
     )
     return 0
 
@@ -299,6 +301,13 @@ def build_parser() -> argparse.ArgumentParser:
         default="w8a8",
         choices=["w8a8", "none"],
         help="also write an int8 prompt graph (fast style; default w8a8: 2x faster prompts, +0.5 GB memory)",
+    )
+    p.add_argument(
+        "--fit",
+        default="gptq",
+        choices=["gptq", "plain"],
+        help="4-bit weights: fitted to a calibration text (default gptq: fewer bytes per token, a few "
+        "minutes more to build) or rounded block by block (plain)",
     )
     p.set_defaults(func=cmd_build_model)
 

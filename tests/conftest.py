@@ -76,6 +76,14 @@ def tiny_model_dir(tmp_path_factory, tiny_gguf) -> Path:
 
 
 @pytest.fixture(scope="session")
+def tiny_plain_fit_dir(tmp_path_factory, tiny_gguf) -> Path:
+    """The default build but with the plain 4-bit fit: its weights are what quantize_blockwise gives."""
+    from qwen_desktop.models.builder import build_model
+
+    return build_model(tiny_gguf, tmp_path_factory.mktemp("built") / "tiny-plain", fit="plain").folder
+
+
+@pytest.fixture(scope="session")
 def tiny_fp32_dir(tmp_path_factory, tiny_gguf) -> Path:
     """An fp32 fast build: its logits match the numpy reference to 1e-4, so greedy output can be compared."""
     from qwen_desktop.models.builder import build_model

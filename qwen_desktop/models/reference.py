@@ -6,6 +6,8 @@ textbook formula.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+
 import numpy as np
 
 from qwen_desktop.models.weights import EMBED, FINAL_NORM, LM_HEAD, QwenConfig, layer_names
@@ -40,7 +42,7 @@ def silu(x: np.ndarray) -> np.ndarray:
 class ReferenceModel:
     """Qwen2 in numpy with a growing KV cache. ``forward`` returns logits for every new position."""
 
-    def __init__(self, cfg: QwenConfig, weights: dict[str, np.ndarray]) -> None:
+    def __init__(self, cfg: QwenConfig, weights: Mapping[str, np.ndarray]) -> None:
         self.cfg = cfg
         self.w = weights
         self.reset()
@@ -57,8 +59,18 @@ class ReferenceModel:
     def length(self) -> int:
         return self.k_cache[0].shape[1]
 
-    def forward(self, ids: list[int] | np.ndarray) -> np.ndarray:
-        """Run new tokens after what is cached; returns logits ``[len(ids), vocab]``."""
+    def forward(
+        self,
+        ids: list[int] | np.ndarray,
+        capture: Callable[[str, np.ndarray], None] | None = None,
+        head: bool = True,
+    ) -> np.ndarray:
+        """Run new tokens after what is cached; returns logits ``[len(ids), vocab]``.
+
+        ``capture(name, x)`` is handed the input of every linear layer, named as the fast graphs name the
+        fused matrices (``layers.3.qkv_proj``, ``layers.3.gate_up_proj``...; ``lm_head`` for the final-norm
+        states). Without ``head`` the final-norm states ``[len(ids), hidden]`` are returned instead of logits.
+        """
         cfg, w = self.cfg, self.w
         ids = np.asarray(ids, dtype=np.int64)
         seq = len(ids)
@@ -71,9 +83,15 @@ class ReferenceModel:
         total = start + seq
         # causal mask over the cached + new positions: new token j sees positions <= start + j
         mask = np.arange(total)[None, :] <= (start + np.arange(seq))[:, None]  # [seq, total]
+
+        def seen(name: str, value: np.ndarray) -> None:
+            if capture is not None:
+                capture(name, value)
+
         for i in range(cfg.num_layers):
             n = layer_names(i)
             a = rms_norm(x, w[n["input_norm"]], cfg.rms_norm_eps)
+            seen(f"layers.{i}.qkv_proj", a)
             q = a @ w[n["q"]].T + w[n["q_bias"]]
             k = a @ w[n["k"]].T + w[n["k_bias"]]
             v = a @ w[n["v"]].T + w[n["v_bias"]]
@@ -90,10 +108,17 @@ class ReferenceModel:
             p = np.exp(scores)
             p = p / p.sum(axis=-1, keepdims=True)
             att = (p @ vv).transpose(1, 0, 2).reshape(seq, h * d)
+            seen(f"layers.{i}.o_proj", att)
             x = x + att @ w[n["o"]].T
             m = rms_norm(x, w[n["post_norm"]], cfg.rms_norm_eps)
-            x = x + (silu(m @ w[n["gate"]].T) * (m @ w[n["up"]].T)) @ w[n["down"]].T
+            seen(f"layers.{i}.gate_up_proj", m)
+            act = silu(m @ w[n["gate"]].T) * (m @ w[n["up"]].T)
+            seen(f"layers.{i}.down_proj", act)
+            x = x + act @ w[n["down"]].T
         x = rms_norm(x, w[FINAL_NORM], cfg.rms_norm_eps)
+        seen("lm_head", x)
+        if not head:
+            return x
         logits: np.ndarray = (x @ w[LM_HEAD].T).astype(np.float32)
         return logits
 

@@ -44,7 +44,7 @@ def _as_quantized(cfg, weights, precision, head_precision, style="fast"):
 
     def rt(name, prec, key):
         if prec in bits:
-            block = fast_block_size(fused[key]) if style == "fast" and prec == "int4" else BLOCK_SIZE
+            block = fast_block_size(fused[key], False) if style == "fast" and prec == "int4" else BLOCK_SIZE
             out[name] = quantize_blockwise(weights[name], bits[prec], block).dequantize()
         elif prec == "w8a8":  # symmetric int8, one scale per output channel
             w = weights[name]
@@ -101,8 +101,9 @@ QUANT_ERROR_BOUND = {"int8": 0.5, "int4": 3.0}
 @pytest.mark.parametrize("style", ["fast", "plain"])
 @pytest.mark.parametrize("precision", ["int8", "int4"])
 def test_quantized_build_agrees_with_reference(tmp_path, tiny_gguf, tiny_cfg, tiny_weights, style, precision):
+    # the plain fit: each block rounded on its own, as _as_quantized does (the fitted build: below)
     folder = build_model(
-        tiny_gguf, tmp_path / "m", precision=precision, head_precision=precision, style=style
+        tiny_gguf, tmp_path / "m", precision=precision, head_precision=precision, style=style, fit="plain"
     ).folder
     got = _onnx_logits(folder)
     same_weights = _reference_logits(
@@ -160,10 +161,11 @@ W8A8_ERROR_BOUND = 0.35
 
 
 def test_prefill_graph_runs_int8_matmuls_and_computes_what_its_weights_give(
-    tiny_model_dir, tiny_cfg, tiny_weights
+    tiny_plain_fit_dir, tiny_cfg, tiny_weights
 ):
     import onnx
 
+    tiny_model_dir = tiny_plain_fit_dir  # its head's weights are what quantize_blockwise gives
     ops = [n.op_type for n in onnx.load(str(tiny_model_dir / "prefill.onnx")).graph.node]
     assert ops.count("MatMulIntegerToFloat") == 2 * 4  # qkv, o, gate_up, down per layer
     assert ops.count("MatMulNBits") == 0  # no head of its own: it feeds head.onnx, as the decode graph does
@@ -224,14 +226,14 @@ def test_fast_graph_uses_the_fused_cpu_ops(tiny_model_dir):
     assert {a.name: a.i for a in rows.attribute}["block_size"] == sizes["lm_head"]
 
 
-def test_int4_head_scores_its_best_tokens_exactly(tiny_model_dir, tiny_cfg, tiny_weights):
+def test_int4_head_scores_its_best_tokens_exactly(tiny_plain_fit_dir, tiny_cfg, tiny_weights):
     """head.onnx previews the vocabulary with coarse blocks; the tokens it keeps as candidates, which
     include every token sampling could pick, get the exact blocks-of-32 score."""
     import onnxruntime as ort
 
     from qwen_desktop.models.onnx_writer import HEAD_CANDIDATES
 
-    head = ort.InferenceSession(str(tiny_model_dir / "head.onnx"), providers=["CPUExecutionProvider"])
+    head = ort.InferenceSession(str(tiny_plain_fit_dir / "head.onnx"), providers=["CPUExecutionProvider"])
     w = tiny_weights[EMBED if tiny_cfg.tie_word_embeddings else LM_HEAD]
     exact_w = quantize_blockwise(w, 4, fast_block_size("lm_head")).dequantize()[:, : w.shape[1]]
     states = np.random.default_rng(0).standard_normal((1, 5, tiny_cfg.hidden_size)).astype(np.float32)
@@ -323,3 +325,53 @@ def test_the_folder_tokenizer_stores_merges_as_strings_and_tokenizes_as_the_sour
     doc["model"]["merges"][0] = ["a b", "c"]
     odd = json.dumps(doc)
     assert with_string_merges(odd) == odd
+
+
+def test_default_build_fits_its_4bit_layers_to_the_calibration_text(
+    tmp_path, tiny_model_dir, tiny_gguf, tiny_cfg, tiny_weights
+):
+    m = read_manifest(tiny_model_dir)
+    assert m["fit"] == "gptq"
+    assert m["block_sizes"]["gate_up_proj"] == 64  # the fit is what lets the largest matrix use larger blocks
+    plain = build_model(tiny_gguf, tmp_path / "plain", fit="plain", prefill="none")
+    assert plain.fit == "plain"
+    assert read_manifest(plain.folder)["fit"] == "plain"
+    assert read_manifest(plain.folder)["block_sizes"]["gate_up_proj"] == 32
+    # within the bound of any 4-bit build (that the fit is better is measured where the weights are real:
+    # test_quant.py on structured inputs, test_real_model.py on the real model)
+    for g, o in zip(_onnx_logits(tiny_model_dir), _reference_logits(tiny_cfg, tiny_weights), strict=True):
+        assert np.abs(g - o).max() < QUANT_ERROR_BOUND["int4"]
+
+
+def test_a_tokenizer_that_reads_too_little_of_the_calibration_text_gets_the_plain_fit(
+    tmp_path, tiny_gguf, monkeypatch
+):
+    import qwen_desktop.models.calibration as calibration
+
+    monkeypatch.setattr(calibration, "calibration_text", lambda: "too short")
+    result = build_model(tiny_gguf, tmp_path / "m", prefill="none")
+    assert result.fit == "plain"
+    m = read_manifest(result.folder)
+    assert m["fit"] == "plain" and m["block_sizes"]["gate_up_proj"] == 32
+
+
+def test_an_unknown_fit_is_refused_before_anything_is_written(tmp_path, tiny_gguf):
+    from qwen_desktop.models.errors import ModelError
+
+    with pytest.raises(ModelError, match="unknown weight fit 'awq'"):
+        build_model(tiny_gguf, tmp_path / "m", fit="awq")
+    assert not (tmp_path / "m").exists()
+
+
+def test_the_reference_hands_out_every_linear_layers_input(tiny_cfg, tiny_weights):
+    seen = {}
+    ref = ReferenceModel(tiny_cfg, tiny_weights)
+    states = ref.forward(PROMPT, capture=seen.__setitem__, head=False)
+    kinds = ("qkv_proj", "o_proj", "gate_up_proj", "down_proj")
+    assert sorted(seen) == sorted(
+        [f"layers.{i}.{k}" for i in range(tiny_cfg.num_layers) for k in kinds] + ["lm_head"]
+    )
+    assert seen["layers.0.down_proj"].shape == (len(PROMPT), tiny_cfg.intermediate_size)
+    assert np.array_equal(seen["lm_head"], states)
+    ref.reset()
+    np.testing.assert_allclose(ref.forward(PROMPT), states @ tiny_weights[LM_HEAD].T, rtol=1e-5, atol=1e-5)

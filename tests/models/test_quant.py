@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from qwen_desktop.models.quant import quantize_blockwise
+from qwen_desktop.models.quant import quantize_blockwise, quantize_gptq
 
 
 @pytest.mark.parametrize("bits", [4, 8])
@@ -31,3 +31,55 @@ def test_range_search_never_increases_the_error():
     e_search = np.square(searched.dequantize() - w).reshape(64, 8, 32).sum(-1)
     assert (e_search <= e_plain + 1e-6).all()  # block by block
     assert e_search.sum() < 0.98 * e_plain.sum()
+
+
+def _activations(rng, tokens, k):
+    """Inputs like a decoder layer's: correlated channels, a few much larger than the rest."""
+    mix = rng.standard_normal((k, k)).astype(np.float32) / np.sqrt(k)
+    scale = np.ones(k, np.float32)
+    scale[rng.choice(k, 4, replace=False)] = 8.0
+    return (rng.standard_normal((tokens, k)).astype(np.float32) @ mix) * scale
+
+
+def _output_error(x, w, q):
+    want = x @ w.T
+    return float(np.square(x @ q.dequantize().T - want).sum() / np.square(want).sum())
+
+
+@pytest.mark.parametrize("block", [32, 64])
+def test_gptq_fit_lowers_the_output_error_on_inputs_it_was_not_fitted_to(block):
+    rng = np.random.default_rng(2)
+    w = rng.standard_t(3, size=(96, 256)).astype(np.float32)
+    both = _activations(rng, 4096, 256)  # one distribution: fit to half the tokens, judge on the other
+    seen, new = both[:2048], both[2048:]
+    plain = quantize_blockwise(w, 4, block)
+    fitted = quantize_gptq(w, seen, 4, block)
+    assert _output_error(new, w, fitted) < 0.8 * _output_error(new, w, plain)
+
+
+def test_gptq_fit_is_packed_as_the_plain_fit_is():
+    rng = np.random.default_rng(3)
+    w = rng.standard_normal((16, 128)).astype(np.float32)
+    x = _activations(rng, 300, 128)
+    x[:, 5] = 0.0  # an input that is never used: its weights are free, and nothing divides by zero
+    q = quantize_gptq(w, x, 4, 64)
+    plain = quantize_blockwise(w, 4, 64)
+    for name in ("packed", "scales", "zero_points", "codes", "zp_codes"):
+        assert getattr(q, name).shape == getattr(plain, name).shape, name
+        assert getattr(q, name).dtype == getattr(plain, name).dtype, name
+    assert np.isfinite(q.dequantize()).all() and q.codes.max() <= 15
+    low, high = q.packed & 0x0F, q.packed >> 4
+    codes = q.codes.reshape(16, 2, 64)
+    assert np.array_equal(low, codes[:, :, 0::2]) and np.array_equal(high, codes[:, :, 1::2])
+    assert np.array_equal(q.zero_points[:, 0] & 0x0F, q.zp_codes[:, 0])
+    assert np.array_equal(q.zero_points[:, 0] >> 4, q.zp_codes[:, 1])
+
+
+def test_gptq_fit_refuses_what_it_cannot_fit():
+    w = np.zeros((4, 96), np.float32)
+    with pytest.raises(ValueError, match="multiple"):
+        quantize_gptq(w, np.ones((10, 96), np.float32), 4, 64)
+    with pytest.raises(ValueError, match=r"\[tokens, 96\]"):
+        quantize_gptq(w, np.ones((10, 95), np.float32), 4, 32)
+    with pytest.raises(ValueError, match="4-bit"):
+        quantize_gptq(w, np.ones((10, 96), np.float32), 8, 32)

@@ -50,6 +50,58 @@ AGREEMENT_TEXT = (
 )
 
 
+# A ~440-token ChatML conversation (code, Chinese, prose), not in the builder's calibration text: the
+# agreement figure is over both texts, 725 positions (one position is 0.14 points).
+CHAT_TEXT = (
+    "<|im_start|>system\n"
+    "You are a helpful assistant.<|im_end|>\n"
+    "<|im_start|>user\n"
+    "How can I make my Flask app return JSON errors instead of HTML pages?<|im_end|>\n"
+    "<|im_start|>assistant\n"
+    "Register an error handler for `HTTPException` and build the response yourself:\n"
+    "\n"
+    "```python\n"
+    "from flask import Flask, jsonify\n"
+    "from werkzeug.exceptions import HTTPException\n"
+    "\n"
+    "app = Flask(__name__)\n"
+    "\n"
+    "@app.errorhandler(HTTPException)\n"
+    "def handle_http_error(err):\n"
+    "    response = jsonify(error=err.name, message=err.description)\n"
+    "    response.status_code = err.code\n"
+    "    return response\n"
+    "```\n"
+    "\n"
+    'Now a missing page returns `{"error": "Not Found", ...}` with status 404. For unexpected exceptions, add a second handler for `Exception` that logs the traceback and returns a 500.<|im_end|>\n'
+    "<|im_start|>user\n"
+    "用简单的话解释一下区块链是什么。<|im_end|>\n"
+    "<|im_start|>assistant\n"
+    '区块链可以理解为一本由很多人共同保管的账本。每一页记录一批交易，叫做一个"区块"，每个新区块都包含前一个区块的指纹，所以它们像链条一样连在一起。如果有人想偷偷修改旧的记录，指纹就会对不上，其他保管账本的人马上就能发现。<|im_end|>\n'
+    "<|im_start|>user\n"
+    "What is the difference between a process and a thread?<|im_end|>\n"
+    "<|im_start|>assistant\n"
+    "A process is a running program with its own memory space, file handles and resources. A thread is a path of execution inside a process; all threads of one process share its memory. Creating a thread is cheaper than creating a process, and threads can exchange data directly, but that sharing is also why they need locks to avoid corrupting each other's data. Processes are isolated: one crashing usually does not take the others down.<|im_end|>\n"
+    "<|im_start|>user\n"
+    "Sort this list of numbers in Go: 5, 2, 9, 1<|im_end|>\n"
+    "<|im_start|>assistant\n"
+    "```go\n"
+    "package main\n"
+    "\n"
+    "import (\n"
+    '\t"fmt"\n'
+    '\t"sort"\n'
+    ")\n"
+    "\n"
+    "func main() {\n"
+    "\tnums := []int{5, 2, 9, 1}\n"
+    "\tsort.Ints(nums)\n"
+    "\tfmt.Println(nums) // [1 2 5 9]\n"
+    "}\n"
+    "```<|im_end|>\n"
+)
+
+
 @pytest.fixture(scope="module")
 def real_builds(real_gguf, tmp_path_factory):
     root = tmp_path_factory.mktemp("real")
@@ -101,17 +153,32 @@ def test_real_model_writes_a_python_function(real_builds, precision):
     assert "def " in answer, answer
 
 
+def _log_softmax(logits):
+    z = logits - logits.max(-1, keepdims=True)
+    return z - np.log(np.exp(z).sum(-1, keepdims=True))
+
+
 def test_int4_agrees_with_fp32_on_the_next_token(real_builds, record_property):
     tok = Tokenizer.from_file(str(real_builds["fp32"] / "tokenizer.json"))
-    ids = tok.encode(AGREEMENT_TEXT, add_special_tokens=False).ids
-    assert 250 <= len(ids) <= 350
-    picks = {}
-    for precision, folder in real_builds.items():
-        picks[precision] = StepRunner(folder).forward(ids).argmax(-1)
-    agreement = float((picks["int4"] == picks["fp32"]).mean())
+    same, kls = [], []
+    for text in (AGREEMENT_TEXT, CHAT_TEXT):
+        ids = tok.encode(text, add_special_tokens=False).ids
+        assert 250 <= len(ids) <= 500
+        want = _log_softmax(StepRunner(real_builds["fp32"]).forward(ids))
+        got = _log_softmax(StepRunner(real_builds["int4"]).forward(ids))
+        same.append(got.argmax(-1) == want.argmax(-1))
+        kls.append((np.exp(want) * (want - got)).sum(-1))
+    agreement = float(np.concatenate(same).mean())
+    kl = float(np.concatenate(kls).mean())
     record_property("int4_fp32_agreement", agreement)
-    print(f"int4 vs fp32 next-token agreement: {agreement:.1%} over {len(ids)} positions")
+    record_property("int4_fp32_kl", kl)
+    print(
+        f"int4 vs fp32 next-token agreement: {agreement:.1%} over {len(np.concatenate(same))} positions "
+        f"({', '.join(f'{s.mean():.1%}' for s in same)}), mean KL divergence {kl:.4f}"
+    )
     assert agreement >= 0.90
+    # the fitted build (docs/models.md): ~0.039 on this machine's kernels, the plain fit's 0.048
+    assert kl < 0.045
 
 
 def test_prompts_through_the_prefill_graph_agree_with_fp32(real_builds, record_property):

@@ -1,0 +1,71 @@
+"""Calibration activations for the 4-bit fit: what each linear layer sees on a short, mixed text.
+
+The builder runs ``data/calibration.txt`` (about 1150 tokens of ChatML chat: code, prose, lists, Chinese)
+through the float model once, with the numpy reference, and keeps the input of every linear layer. The
+error-feedback fit (``quant.quantize_gptq``) then chooses 4-bit codes that keep those layers' outputs close
+to the float ones, which is what lets the MLP's largest matrix use blocks of 64 (docs/models.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from importlib import resources
+
+import numpy as np
+
+from qwen_desktop.models.reference import ReferenceModel
+from qwen_desktop.models.weights import QwenConfig
+
+# Fewer usable tokens than this (a tiny test tokenizer, a vocabulary that drops most of the text) and the
+# inputs say too little about the layers: the builder falls back to the plain fit.
+MIN_TOKENS = 64
+# At most this many tokens, in one reference pass (each weight is read from the source once). Qwen's
+# tokenizer reads the text as ~1150; a byte-level test tokenizer reads more, and attention grows with the
+# square of the length.
+MAX_TOKENS = 1200
+
+
+def calibration_text() -> str:
+    return resources.files("qwen_desktop").joinpath("data/calibration.txt").read_text(encoding="utf-8")
+
+
+def calibration_ids(tokenizer_json: str, vocab_size: int) -> list[int]:
+    """The calibration text in the model's own tokens (special tokens such as ``<|im_start|>`` included)."""
+    from tokenizers import Tokenizer
+
+    ids = Tokenizer.from_str(tokenizer_json).encode(calibration_text(), add_special_tokens=False).ids
+    return [i for i in ids if 0 <= i < vocab_size][:MAX_TOKENS]
+
+
+class _LazyWeights(Mapping[str, np.ndarray]):
+    """The source's tensors, read when the reference asks for them and not kept (one layer at a time)."""
+
+    def __init__(self, fetch: Callable[[str], np.ndarray]) -> None:
+        self._fetch = fetch
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        return self._fetch(name)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+
+def layer_inputs(
+    cfg: QwenConfig, fetch: Callable[[str], np.ndarray], ids: list[int]
+) -> dict[str, np.ndarray]:
+    """The input ``[tokens, K]`` of every linear layer for ``ids``, keyed as the fast graphs name them.
+
+    ``layers.N.qkv_proj``, ``layers.N.o_proj``, ``layers.N.gate_up_proj``, ``layers.N.down_proj`` and
+    ``lm_head`` (the final-norm states), in float32: about 0.6 GB for Qwen2.5-0.5B and 1150 tokens.
+    """
+    model = ReferenceModel(cfg, _LazyWeights(fetch))
+    inputs: dict[str, np.ndarray] = {}
+
+    def keep(name: str, x: np.ndarray) -> None:
+        inputs[name] = np.asarray(x, dtype=np.float32)
+
+    model.forward(ids[: min(MAX_TOKENS, cfg.max_context)], capture=keep, head=False)
+    return inputs

@@ -338,7 +338,7 @@ def _calibration(source: WeightSource, progress: Progress | None) -> dict[str, A
         return None
     if progress:
         progress("calibration", 0, 1)
-    return layer_inputs(source.config, source.tensor, ids)
+    return layer_inputs(source.config, source.tensor, ids, progress)
 
 
 def _graph_progress(progress: Progress | None, index: int, count: int, label: str) -> Progress | None:

@@ -54,18 +54,24 @@ class _LazyWeights(Mapping[str, np.ndarray]):
 
 
 def layer_inputs(
-    cfg: QwenConfig, fetch: Callable[[str], np.ndarray], ids: list[int]
+    cfg: QwenConfig,
+    fetch: Callable[[str], np.ndarray],
+    ids: list[int],
+    progress: Callable[[str, int, int], None] | None = None,
 ) -> dict[str, np.ndarray]:
     """The input ``[tokens, K]`` of every linear layer for ``ids``, keyed as the fast graphs name them.
 
     ``layers.N.qkv_proj``, ``layers.N.o_proj``, ``layers.N.gate_up_proj``, ``layers.N.down_proj`` and
     ``lm_head`` (the final-norm states), in float32: about 0.6 GB for Qwen2.5-0.5B and 1150 tokens.
+    ``progress("calibration", layers_done, layers)`` is called after each layer (a caller can cancel there).
     """
     model = ReferenceModel(cfg, _LazyWeights(fetch))
     inputs: dict[str, np.ndarray] = {}
 
     def keep(name: str, x: np.ndarray) -> None:
         inputs[name] = np.asarray(x, dtype=np.float32)
+        if progress is not None and name.endswith(".down_proj"):  # the layer's last linear input
+            progress("calibration", int(name.split(".")[1]) + 1, cfg.num_layers)
 
     model.forward(ids[: min(MAX_TOKENS, cfg.max_context)], capture=keep, head=False)
     return inputs

@@ -297,6 +297,9 @@ def test_progress_reports_every_layer(tmp_path, tiny_gguf):
     stages = [s for s, _, _ in seen]
     assert "layer 1/2" in stages and "layer 2/2" in stages and stages[-1] == "done"
     assert "prefill graph: layer 2/2" in stages
+    # the calibration pass (the default fit) reports each layer too, before the graphs
+    assert [(d, t) for s, d, t in seen if s == "calibration"][-2:] == [(1, 2), (2, 2)]
+    assert stages.index("calibration") < stages.index("layer 1/2")
     # both graphs share one bar: 4 steps each (embedding, 2 layers, head)
     ticks = [
         (d, t)

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from qwen_desktop import __version__
 from qwen_desktop.models.errors import ModelError, OutputError
 from qwen_desktop.models.manifest import (
@@ -256,9 +258,8 @@ def _write_folder(
 ) -> str:
     """Write the folder's files into ``tmp``; returns the weight fit used (``gptq`` or ``plain``)."""
     cfg = source.config
-    calibration = None
-    if fit == "gptq" and style == "fast" and precision == "int4":
-        calibration = _calibration(source, progress)
+    fitted_layers = style == "fast" and precision == "int4"  # what a fit applies to
+    calibration = _calibration(source, progress) if fit == "gptq" and fitted_layers else None
     used_fit = "gptq" if calibration is not None else "plain"
     graphs = [(MODEL_FILE, precision)]
     if prefill_precision:
@@ -303,7 +304,7 @@ def _write_folder(
         "prefill_precision": prefill_precision,
         "kv_layout": kv_layout if style == "fast" else None,
         "block_sizes": _block_sizes(style, precision, head_precision, cfg.vocab_size, used_fit == "gptq"),
-        "fit": used_fit if precision == "int4" and style == "fast" else None,
+        "fit": used_fit if fitted_layers else None,
         "config": cfg.to_dict() | {"head_dim": cfg.head_dim},
         "max_context": cfg.max_context,
         "eos_token_ids": list(tok.eos_token_ids),
@@ -329,11 +330,11 @@ def _write_folder(
     return used_fit
 
 
-def _calibration(source: WeightSource, progress: Progress | None) -> dict[str, Any] | None:
+def _calibration(source: WeightSource, progress: Progress | None) -> dict[str, np.ndarray] | None:
     """The calibration text's activations at every linear layer, or None where the text does not tokenize."""
     from qwen_desktop.models.calibration import MIN_TOKENS, calibration_ids, layer_inputs
 
-    ids = calibration_ids(source.tokenizer.tokenizer_json, source.config.vocab_size)
+    ids = calibration_ids(source.tokenizer.tokenizer_json, source.config)
     if len(ids) < MIN_TOKENS:
         return None
     if progress:

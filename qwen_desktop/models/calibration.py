@@ -29,12 +29,13 @@ def calibration_text() -> str:
     return resources.files("qwen_desktop").joinpath("data/calibration.txt").read_text(encoding="utf-8")
 
 
-def calibration_ids(tokenizer_json: str, vocab_size: int) -> list[int]:
-    """The calibration text in the model's own tokens (special tokens such as ``<|im_start|>`` included)."""
+def calibration_ids(tokenizer_json: str, cfg: QwenConfig) -> list[int]:
+    """The calibration text in the model's own tokens (special tokens such as ``<|im_start|>`` included),
+    at most ``MAX_TOKENS`` and the model's context."""
     from tokenizers import Tokenizer
 
     ids = Tokenizer.from_str(tokenizer_json).encode(calibration_text(), add_special_tokens=False).ids
-    return [i for i in ids if 0 <= i < vocab_size][:MAX_TOKENS]
+    return [i for i in ids if 0 <= i < cfg.vocab_size][: min(MAX_TOKENS, cfg.max_context)]
 
 
 class _LazyWeights(Mapping[str, np.ndarray]):
@@ -73,5 +74,5 @@ def layer_inputs(
         if progress is not None and name.endswith(".down_proj"):  # the layer's last linear input
             progress("calibration", int(name.split(".")[1]) + 1, cfg.num_layers)
 
-    model.forward(ids[: min(MAX_TOKENS, cfg.max_context)], capture=keep, head=False)
+    model.forward(ids, capture=keep, head=False)
     return inputs

@@ -424,13 +424,10 @@ class _Writer:
     def _gather_rows(self, w: np.ndarray, ids: str, bits: int, block_size: int, base: str, node: str) -> str:
         """Rows ``ids`` of ``w`` ``[rows, K]``, stored blockwise quantized along K (``GatherBlockQuantized``):
         ``[*ids.shape, K]`` floats. The head's rows (``lm_head``) are dot products, so they are fitted to
-        the calibration states as a linear layer is; the embedding's are looked up, and keep the plain fit."""
+        the calibration states as a linear layer is; the embedding's are looked up, have no calibration
+        inputs, and keep the plain fit."""
         g = self.g
-        q = (
-            self._quantize(w, bits, block_size, base)
-            if base == "lm_head"
-            else quantize_blockwise(w, bits, block_size)
-        )
+        q = self._quantize(w, bits, block_size, base)
         return g.op1(
             "GatherBlockQuantized",
             [

@@ -106,6 +106,12 @@ def quantize_blockwise(
             zp = np.where(better, z2, zp)
             codes = np.where(better[:, :, None], c2, codes)
             err = np.minimum(err, e2)
+    return _packed(bits, k, scales, zp, codes)
+
+
+def _packed(bits: int, k: int, scales: np.ndarray, zp: np.ndarray, codes: np.ndarray) -> BlockQuantized:
+    """The MatMulNBits layout of codes ``[N, n_blocks, block_size]`` with their scales and zero points."""
+    n, n_blocks, block_size = codes.shape
     if bits == 4:
         packed = pack_nibbles(codes)  # [N, n_blocks, block_size / 2]
         zp_padded = np.pad(zp, ((0, 0), (0, n_blocks % 2)), constant_values=8)
@@ -184,17 +190,4 @@ def quantize_gptq(
             err[j] = e
             rows[j + 1 :] -= u[lo + j, lo + j + 1 : hi, None] * e
         work[hi:] -= u[lo:hi, hi:].T @ err
-    codes = np.ascontiguousarray(codes_t.T)
-    codes3 = codes.reshape(n, n_blocks, block_size)
-    zp_padded = np.pad(zps, ((0, 0), (0, n_blocks % 2)), constant_values=8)
-    return BlockQuantized(
-        bits=bits,
-        block_size=block_size,
-        n=n,
-        k=k,
-        packed=pack_nibbles(codes3),
-        scales=scales,
-        zero_points=pack_nibbles(zp_padded),
-        codes=codes,
-        zp_codes=zps,
-    )
+    return _packed(bits, k, scales, zps, np.ascontiguousarray(codes_t.T).reshape(n, n_blocks, block_size))

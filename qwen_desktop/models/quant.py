@@ -67,9 +67,27 @@ def _fit(
     return scales, zp, codes
 
 
-def _block_error(blocks: np.ndarray, scales: np.ndarray, zp: np.ndarray, codes: np.ndarray) -> np.ndarray:
-    deq = (codes.astype(np.float32) - zp[:, :, None]) * scales[:, :, None]
-    err: np.ndarray = np.square(deq - blocks).sum(axis=-1)
+def _search_error(
+    blocks: np.ndarray, lo: np.ndarray, hi: np.ndarray, qmax: int, work: np.ndarray
+) -> np.ndarray:
+    """The squared error of each block quantized over [lo, hi], as ``_fit`` would quantize it.
+
+    The same arithmetic as ``_fit`` and dequantizing its codes (so the same errors, bit for bit), but in
+    float32 in the one ``work`` buffer: the search runs over every weight of the model seven times.
+    """
+    scales = (hi - lo) / qmax
+    scales = np.where(scales == 0.0, 1.0, scales).astype(np.float32)
+    zp = np.clip(np.round(-lo / scales), 0, qmax).astype(np.float32)[:, :, None]
+    s3 = scales[:, :, None]
+    np.divide(blocks, s3, out=work)
+    np.round(work, out=work)
+    work += zp
+    np.clip(work, 0, qmax, out=work)
+    work -= zp
+    work *= s3
+    work -= blocks
+    np.square(work, out=work)
+    err: np.ndarray = work.sum(axis=-1)
     return err
 
 
@@ -93,19 +111,21 @@ def quantize_blockwise(
     qmax = (1 << bits) - 1
     lo = np.minimum(blocks.min(axis=-1), 0.0)  # [N, n_blocks]
     hi = np.maximum(blocks.max(axis=-1), 0.0)
-    scales, zp, codes = _fit(blocks, lo, hi, qmax)
     if search and bits == 4:
         # Narrowing the range clips a few outliers but gives every other value a finer step; keep,
-        # per block, whichever range quantizes the block with the least squared error.
-        err = _block_error(blocks, scales, zp, codes)
-        for shrink in SEARCH_SHRINKS:
-            s2, z2, c2 = _fit(blocks, lo * shrink, hi * shrink, qmax)
-            e2 = _block_error(blocks, s2, z2, c2)
-            better = e2 < err
-            scales = np.where(better, s2, scales)
-            zp = np.where(better, z2, zp)
-            codes = np.where(better[:, :, None], c2, codes)
-            err = np.minimum(err, e2)
+        # per block, whichever range quantizes the block with the least squared error (the first such
+        # range on a tie), then quantize each block once with its range.
+        work = np.empty(blocks.shape, np.float32)
+        best = _search_error(blocks, lo, hi, qmax, work)
+        shrink = np.ones(lo.shape, np.float32)
+        for factor in SEARCH_SHRINKS:
+            err = _search_error(blocks, lo * factor, hi * factor, qmax, work)
+            better = err < best
+            shrink[better] = factor
+            np.minimum(best, err, out=best)
+        del work
+        lo, hi = lo * shrink, hi * shrink
+    scales, zp, codes = _fit(blocks, lo, hi, qmax)
     return _packed(bits, k, scales, zp, codes)
 
 
@@ -138,6 +158,37 @@ def _packed(bits: int, k: int, scales: np.ndarray, zp: np.ndarray, codes: np.nda
 GPTQ_DAMPING = 1.0
 
 
+def _upper_triangular_inverse(r: np.ndarray) -> np.ndarray:
+    """The inverse of the upper triangular ``r``, by halves: [[A, B], [0, D]]^-1 = [[A^-1, -A^-1 B D^-1], [0, D^-1]].
+
+    Most of the work is two matrix products per level, which BLAS runs fast; numpy has no triangular inverse.
+    """
+    n = r.shape[0]
+    if n <= 128:
+        return np.triu(np.linalg.inv(r))
+    m = n // 2
+    a_inv = _upper_triangular_inverse(r[:m, :m])
+    d_inv = _upper_triangular_inverse(r[m:, m:])
+    out = np.zeros_like(r)
+    out[:m, :m] = a_inv
+    out[m:, m:] = d_inv
+    out[:m, m:] = -(a_inv @ r[:m, m:]) @ d_inv
+    return out
+
+
+def _inverse_cholesky_upper(h: np.ndarray) -> np.ndarray:
+    """The upper triangular ``U`` with ``U.T @ U == inv(h)``, for a symmetric positive definite ``h``.
+
+    With ``J`` the reversal of the order, the lower Cholesky factor ``L`` of ``J h J`` gives ``h = R R^T`` with
+    ``R = J L J`` upper triangular, so ``U = R^-1``: one Cholesky and one triangular inverse, no general
+    inverse: ~4x faster for a 4864-square ``h``. The factor is taken in float64 (numpy's float32 Cholesky is
+    2-3x slower here) and inverted in float32, which is accurate enough because the damping keeps ``h`` well
+    conditioned.
+    """
+    lower = np.linalg.cholesky(np.ascontiguousarray(h[::-1, ::-1], dtype=np.float64))
+    return _upper_triangular_inverse(np.ascontiguousarray(lower[::-1, ::-1], dtype=np.float32))
+
+
 def quantize_gptq(
     w: np.ndarray, inputs: np.ndarray, bits: int = 4, block_size: int = 32, damping: float = GPTQ_DAMPING
 ) -> BlockQuantized:
@@ -165,8 +216,7 @@ def quantize_gptq(
     h[dead, dead] = 1.0
     h[diag] += damping * float(np.mean(h[diag]))
     # upper Cholesky factor of H^-1: row j says how column j's error spreads onto the later columns
-    # (inverted in float64: numpy's float32 inverse is the slower one)
-    u = np.linalg.cholesky(np.linalg.inv(h.astype(np.float64))).T.astype(np.float32)
+    u = _inverse_cholesky_upper(h)
     # work on W^T, so that a column of W (one input channel across all outputs) is a contiguous row
     work = w.T.copy()
     work[dead] = 0.0

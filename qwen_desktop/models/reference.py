@@ -81,8 +81,8 @@ class ReferenceModel:
         h, kvh, d = cfg.num_heads, cfg.num_kv_heads, cfg.head_dim
         group = h // kvh
         total = start + seq
-        # causal mask over the cached + new positions: new token j sees positions <= start + j
-        mask = np.arange(total)[None, :] <= (start + np.arange(seq))[:, None]  # [seq, total]
+        # causal mask over the cached + new positions: new token j sees positions <= start + j, not later
+        hidden = np.arange(total)[None, :] > (start + np.arange(seq))[:, None]  # [seq, total]
 
         def seen(name: str, value: np.ndarray) -> None:
             if capture is not None:
@@ -102,11 +102,14 @@ class ReferenceModel:
             self.v_cache[i] = np.concatenate([self.v_cache[i], v], axis=1)
             kk = np.repeat(self.k_cache[i], group, axis=0)  # [heads, total, d]
             vv = np.repeat(self.v_cache[i], group, axis=0)
-            scores = (q @ kk.transpose(0, 2, 1)) / np.sqrt(d)  # [heads, seq, total]
-            scores = np.where(mask[None], scores, -np.inf)
-            scores = scores - scores.max(axis=-1, keepdims=True)
-            p = np.exp(scores)
-            p = p / p.sum(axis=-1, keepdims=True)
+            # softmax in float64, in place: at calibration length (~1150 tokens) each fresh [heads, seq,
+            # total] array costs more to allocate than to compute
+            p = (q @ kk.transpose(0, 2, 1)).astype(np.float64)  # [heads, seq, total]
+            p /= np.sqrt(d)
+            np.copyto(p, -np.inf, where=hidden[None])
+            p -= p.max(axis=-1, keepdims=True)
+            np.exp(p, out=p)
+            p /= p.sum(axis=-1, keepdims=True)
             att = (p @ vv).transpose(1, 0, 2).reshape(seq, h * d)
             seen(f"layers.{i}.o_proj", att)
             x = x + att @ w[n["o"]].T

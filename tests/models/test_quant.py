@@ -83,3 +83,20 @@ def test_gptq_fit_refuses_what_it_cannot_fit():
         quantize_gptq(w, np.ones((10, 95), np.float32), 4, 32)
     with pytest.raises(ValueError, match="4-bit"):
         quantize_gptq(w, np.ones((10, 96), np.float32), 8, 32)
+
+
+@pytest.mark.parametrize("k", [7, 128, 129, 300, 1000])
+def test_gptq_error_spread_matrix_is_the_cholesky_factor_of_the_inverse(k):
+    """The fit spreads each column's error by U, the upper Cholesky factor of (XᵀX + damping)^-1. It is
+    computed without a general inverse (by halves, any size, odd splits included); it must still be that
+    factor, or the fit would push errors the wrong way."""
+    from qwen_desktop.models.quant import _inverse_cholesky_upper
+
+    rng = np.random.default_rng(k)
+    x = rng.standard_normal((2 * k, k)) * rng.uniform(0.1, 5.0, k)
+    h = x.T @ x
+    h[np.diag_indices(k)] += np.mean(np.diag(h))
+    u = _inverse_cholesky_upper(h.astype(np.float32))
+    assert np.array_equal(u, np.triu(u))
+    want = np.linalg.cholesky(np.linalg.inv(h)).T
+    assert np.abs(u - want).max() <= 1e-4 * np.abs(want).max()

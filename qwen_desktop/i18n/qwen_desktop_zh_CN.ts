@@ -136,8 +136,8 @@
     </message>
     <message>
         <location filename="../ui/download_dialog.py" line="345" />
-        <source>A GGUF file or Hugging Face folder is converted once; a 0.5B model takes about a minute.</source>
-        <translation>GGUF 文件或 Hugging Face 文件夹只需转换一次，0.5B 模型大约需要一分钟。</translation>
+        <source>A GGUF file or Hugging Face folder is converted once; a 0.5B model takes about six minutes on two cores.</source>
+        <translation>GGUF 文件或 Hugging Face 文件夹只需转换一次，在双核电脑上 0.5B 模型大约需要六分钟。</translation>
     </message>
     <message>
         <location filename="../ui/download_dialog.py" line="348" />
@@ -454,8 +454,8 @@
     </message>
     <message>
         <location filename="../ui/main_window.py" line="280" />
-        <source>Qwen Desktop answers with a language model that runs on this computer; nothing leaves it.&lt;br&gt;To start, import a Qwen2.5 model you have on disk: a &lt;b&gt;GGUF file&lt;/b&gt; (as used by LM Studio, Ollama and llama.cpp) or a &lt;b&gt;Hugging Face folder&lt;/b&gt; (config.json, *.safetensors, tokenizer.json). It is converted once; a 0.5B model takes about a minute.&lt;br&gt;&lt;br&gt;Or download one from the Models page (the only time the app uses the network).</source>
-        <translation>Qwen 桌面版使用在这台电脑上运行的语言模型回答问题，任何内容都不会离开本机。&lt;br&gt;开始之前，请导入磁盘上已有的 Qwen2.5 模型：&lt;b&gt;GGUF 文件&lt;/b&gt;（LM Studio、Ollama 和 llama.cpp 使用的格式）或 &lt;b&gt;Hugging Face 文件夹&lt;/b&gt;（config.json、*.safetensors、tokenizer.json）。模型只需转换一次，0.5B 模型大约需要一分钟。&lt;br&gt;&lt;br&gt;也可以在“模型”页面下载（这是应用唯一使用网络的地方）。</translation>
+        <source>Qwen Desktop answers with a language model that runs on this computer; nothing leaves it.&lt;br&gt;To start, import a Qwen2.5 model you have on disk: a &lt;b&gt;GGUF file&lt;/b&gt; (as used by LM Studio, Ollama and llama.cpp) or a &lt;b&gt;Hugging Face folder&lt;/b&gt; (config.json, *.safetensors, tokenizer.json). It is converted once; a 0.5B model takes about six minutes on two cores.&lt;br&gt;&lt;br&gt;Or download one from the Models page (the only time the app uses the network).</source>
+        <translation>Qwen 桌面版使用在这台电脑上运行的语言模型回答问题，任何内容都不会离开本机。&lt;br&gt;开始之前，请导入磁盘上已有的 Qwen2.5 模型：&lt;b&gt;GGUF 文件&lt;/b&gt;（LM Studio、Ollama 和 llama.cpp 使用的格式）或 &lt;b&gt;Hugging Face 文件夹&lt;/b&gt;（config.json、*.safetensors、tokenizer.json）。模型只需转换一次，在双核电脑上 0.5B 模型大约需要六分钟。&lt;br&gt;&lt;br&gt;也可以在“模型”页面下载（这是应用唯一使用网络的地方）。</translation>
     </message>
     <message>
         <location filename="../ui/main_window.py" line="293" />

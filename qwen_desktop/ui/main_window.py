@@ -280,7 +280,7 @@ class MainWindow(QMainWindow):
                 "Qwen Desktop answers with a language model that runs on this computer; nothing leaves it.<br>"
                 "To start, import a Qwen2.5 model you have on disk: a <b>GGUF file</b> (as used by LM Studio, "
                 "Ollama and llama.cpp) or a <b>Hugging Face folder</b> (config.json, *.safetensors, "
-                "tokenizer.json). It is converted once; a 0.5B model takes about a minute.<br><br>"
+                "tokenizer.json). It is converted once; a 0.5B model takes about six minutes on two cores.<br><br>"
                 "Or download one from the Models page (the only time the app uses the network)."
             )
         )

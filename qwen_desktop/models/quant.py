@@ -56,13 +56,19 @@ def pack_nibbles(codes: np.ndarray) -> np.ndarray:
 SEARCH_SHRINKS = (0.95, 0.9, 0.85, 0.8, 0.75, 0.7)
 
 
+def _range_step(lo: np.ndarray, hi: np.ndarray, qmax: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each block's scale (float32) and zero point (uint8) for quantizing the range [lo, hi]."""
+    scales = (hi - lo) / qmax
+    scales = np.where(scales == 0.0, 1.0, scales).astype(np.float32)
+    zp = np.clip(np.round(-lo / scales), 0, qmax).astype(np.uint8)  # [N, n_blocks]
+    return scales, zp
+
+
 def _fit(
     blocks: np.ndarray, lo: np.ndarray, hi: np.ndarray, qmax: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Scales, zero points and codes for blocks quantized over the range [lo, hi] (which contains 0)."""
-    scales = (hi - lo) / qmax
-    scales = np.where(scales == 0.0, 1.0, scales).astype(np.float32)
-    zp = np.clip(np.round(-lo / scales), 0, qmax).astype(np.uint8)  # [N, n_blocks]
+    scales, zp = _range_step(lo, hi, qmax)
     codes = np.clip(np.round(blocks / scales[:, :, None]) + zp[:, :, None], 0, qmax).astype(np.uint8)
     return scales, zp, codes
 
@@ -75,9 +81,8 @@ def _search_error(
     The same arithmetic as ``_fit`` and dequantizing its codes (so the same errors, bit for bit), but in
     float32 in the one ``work`` buffer: the search runs over every weight of the model seven times.
     """
-    scales = (hi - lo) / qmax
-    scales = np.where(scales == 0.0, 1.0, scales).astype(np.float32)
-    zp = np.clip(np.round(-lo / scales), 0, qmax).astype(np.float32)[:, :, None]
+    scales, zp_codes = _range_step(lo, hi, qmax)
+    zp = zp_codes.astype(np.float32)[:, :, None]
     s3 = scales[:, :, None]
     np.divide(blocks, s3, out=work)
     np.round(work, out=work)

@@ -81,7 +81,7 @@ class ReferenceModel:
         h, kvh, d = cfg.num_heads, cfg.num_kv_heads, cfg.head_dim
         group = h // kvh
         total = start + seq
-        # causal mask over the cached + new positions: new token j sees positions <= start + j, not later
+        # causal mask over the cached + new positions: new token j sees positions <= start + j; hidden marks the later ones
         hidden = np.arange(total)[None, :] > (start + np.arange(seq))[:, None]  # [seq, total]
 
         def seen(name: str, value: np.ndarray) -> None:

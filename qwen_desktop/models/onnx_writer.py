@@ -54,11 +54,12 @@ FAST_BLOCK_SIZES = {
     "gate_up_proj": 64,
     "down_proj": 128,
     "lm_head": 32,  # the head's exact rows (and the whole head where there is no preview)
-    "lm_head_preview": 256,  # the int4 head's first, coarse pass over the whole vocabulary
+    "lm_head_preview": 128,  # the int4 head's first, coarse pass over the whole vocabulary (2-bit)
 }
-# An int4 fast-style head scores the whole vocabulary with the coarse preview, then recomputes this many
-# best-scored tokens exactly from the blocks-of-32 rows (docs/models.md).
-HEAD_CANDIDATES = 64
+# An int4 fast-style head scores the whole vocabulary with a coarse 2-bit preview, then recomputes this
+# many best-scored tokens exactly from the 4-bit blocks-of-32 rows (docs/models.md).
+HEAD_PREVIEW_BITS = 2
+HEAD_CANDIDATES = 128
 # Where a build has no calibration activations (the plain fit), these matrices keep smaller blocks.
 PLAIN_FIT_BLOCK_SIZES = {"gate_up_proj": 32}
 ACCURACY_LEVEL_INT8 = 4  # MatMulNBits: run activations in int8 (VNNI/AMX/AVX2 integer kernels)
@@ -182,13 +183,18 @@ class _Writer:
     def _quantize(self, w: np.ndarray, bits: int, block_size: int, base: str) -> BlockQuantized:
         # the head's coarse preview sees the same final-norm states as its exact rows
         name = "lm_head" if base.startswith("lm_head") else base
-        seen = self.calibration.get(name) if self.calibration is not None and bits == 4 else None
+        seen = self.calibration.get(name) if self.calibration is not None and bits < 8 else None
         if seen is None or w.shape[1] % block_size:
             return quantize_blockwise(w, bits, block_size)
         return quantize_gptq(w, seen, bits, block_size)
 
-    def linear_fast(self, x: str, w: np.ndarray, b: np.ndarray | None, base: str, precision: str) -> str:
-        """y = x @ w.T + b with w ``[N, K]``; MatMulNBits when quantized, MatMul (+Add) in fp32."""
+    def linear_fast(
+        self, x: str, w: np.ndarray, b: np.ndarray | None, base: str, precision: str, bits: int = 0
+    ) -> str:
+        """y = x @ w.T + b with w ``[N, K]``; MatMulNBits when quantized, MatMul (+Add) in fp32.
+
+        ``bits``: for ``int4``, fewer bits than 4 (the head's preview); 0 for the precision's own.
+        """
         g = self.g
         n, k = w.shape
         if precision == "fp32":
@@ -198,8 +204,8 @@ class _Writer:
             return y
         if precision == "w8a8":
             return self.linear_w8a8(x, w, b, base)
-        bits = 4 if precision == "int4" else 8
-        block_size = fast_block_size(base, self.calibration is not None) if bits == 4 else BLOCK_SIZE
+        bits = (bits or 4) if precision == "int4" else 8
+        block_size = fast_block_size(base, self.calibration is not None) if bits < 8 else BLOCK_SIZE
         q = self._quantize(w, bits, block_size, base)
         inputs = [
             x,
@@ -700,8 +706,8 @@ class _Writer:
         """The output ``logits`` ``[batch, n, vocab]`` from final-norm states ``x`` ``[batch, n, hidden]``.
 
         An int4 head is read once per generated token, and at blocks of 32 it is ~30% of the bytes a
-        decode step reads. So it first scores every token with blocks of 256 (4.25 instead of 6 bits per
-        weight as packed), takes the ``HEAD_CANDIDATES`` best, and recomputes those from the blocks-of-32
+        decode step reads. So it first scores every token with 2-bit codes in blocks of 128 (2.25 instead of 6
+        bits per weight as packed), takes the ``HEAD_CANDIDATES`` best, and recomputes those from the blocks-of-32
         rows with float activations. The best tokens get exact scores (closer to fp32 than the int8
         activations of a one-pass head), the rest keep their preview scores.
         """
@@ -711,7 +717,7 @@ class _Writer:
             self.linear_fast(x, w, None, "lm_head", self.head_precision)
             g.nodes[-1].output[0] = "logits"
             return
-        preview = self.linear_fast(x, w, None, "lm_head_preview", "int4")  # [b, n, vocab]
+        preview = self.linear_fast(x, w, None, "lm_head_preview", "int4", HEAD_PREVIEW_BITS)  # [b, n, vocab]
         _scores, ids = g.op(
             "TopK",
             [preview, g.const("head_candidates", [HEAD_CANDIDATES])],
@@ -949,6 +955,7 @@ def build_head_graph(
 __all__ = [
     "FAST_BLOCK_SIZES",
     "HEAD_CANDIDATES",
+    "HEAD_PREVIEW_BITS",
     "KV_LAYOUTS",
     "PRECISIONS",
     "STYLES",

@@ -2,8 +2,8 @@
 
 A weight ``W`` of shape ``[N, K]`` (out x in, the Hugging Face layout) is cut along K into blocks of
 ``block_size`` values. Each block gets a float scale and an unsigned zero point (asymmetric quantization:
-``w ~ (q - zero_point) * scale``, with 0 always representable). 4-bit values are packed two per byte, the
-even element in the low nibble.
+``w ~ (q - zero_point) * scale``, with 0 always representable). Codes of fewer than 8 bits are packed
+little end first: two 4-bit codes per byte (the even element in the low nibble), four 2-bit codes per byte.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ class BlockQuantized:
     Attributes:
         packed: uint8 ``[N, n_blocks, block_size * bits // 8]``; MatMulNBits' ``B`` input.
         scales: float32 ``[N, n_blocks]``.
-        zero_points: uint8, ``[N, ceil(n_blocks / 2)]`` for 4 bits (packed), ``[N, n_blocks]`` for 8 bits.
+        zero_points: uint8, ``[N, ceil(n_blocks * bits / 8)]`` (packed like the codes below 8 bits).
         codes: uint8 ``[N, n_blocks * block_size]``, one unpacked code per value (for dequantizing and tests).
         zp_codes: uint8 ``[N, n_blocks]``, one zero point per block, unpacked.
     """
@@ -47,9 +47,13 @@ class BlockQuantized:
         return out
 
 
-def pack_nibbles(codes: np.ndarray) -> np.ndarray:
-    """Pack 4-bit codes along the last axis (even length), element 2j low, 2j+1 high."""
-    packed: np.ndarray = (codes[..., 0::2] | (codes[..., 1::2] << 4)).astype(np.uint8)
+def pack_codes(codes: np.ndarray, bits: int) -> np.ndarray:
+    """Pack ``bits``-bit codes (2 or 4) along the last axis, whose length is a multiple of 8 / bits:
+    element ``j`` of each byte's group sits at bit ``j * bits``."""
+    per = 8 // bits
+    packed = np.zeros((*codes.shape[:-1], codes.shape[-1] // per), np.uint8)
+    for j in range(per):
+        packed |= (codes[..., j::per] << (j * bits)).astype(np.uint8)
     return packed
 
 
@@ -99,13 +103,13 @@ def _search_error(
 def quantize_blockwise(
     w: np.ndarray, bits: int = 4, block_size: int = 32, search: bool = True
 ) -> BlockQuantized:
-    """Quantize a float ``[N, K]`` matrix to ``bits`` (4 or 8) in blocks along K.
+    """Quantize a float ``[N, K]`` matrix to ``bits`` (2, 4 or 8) in blocks along K.
 
     With ``search``, each block's range is also tried narrowed (clipping outliers) and the variant with the
-    least squared error is kept (4 bits only: at 8 bits the step is already fine).
+    least squared error is kept (below 8 bits only: at 8 bits the step is already fine).
     """
-    if bits not in (4, 8):
-        raise ValueError(f"bits must be 4 or 8, got {bits}")
+    if bits not in (2, 4, 8):
+        raise ValueError(f"bits must be 2, 4 or 8, got {bits}")
     w = np.asarray(w, dtype=np.float32)
     n, k = w.shape
     n_blocks = -(-k // block_size)
@@ -116,7 +120,7 @@ def quantize_blockwise(
     qmax = (1 << bits) - 1
     lo = np.minimum(blocks.min(axis=-1), 0.0)  # [N, n_blocks]
     hi = np.maximum(blocks.max(axis=-1), 0.0)
-    if search and bits == 4:
+    if search and bits < 8:
         # Narrowing the range clips a few outliers but gives every other value a finer step; keep,
         # per block, whichever range quantizes the block with the least squared error (the first such
         # range on a tie), then quantize each block once with its range.
@@ -137,10 +141,12 @@ def quantize_blockwise(
 def _packed(bits: int, k: int, scales: np.ndarray, zp: np.ndarray, codes: np.ndarray) -> BlockQuantized:
     """The MatMulNBits layout of codes ``[N, n_blocks, block_size]`` with their scales and zero points."""
     n, n_blocks, block_size = codes.shape
-    if bits == 4:
-        packed = pack_nibbles(codes)  # [N, n_blocks, block_size / 2]
-        zp_padded = np.pad(zp, ((0, 0), (0, n_blocks % 2)), constant_values=8)
-        zero_points = pack_nibbles(zp_padded)  # [N, ceil(n_blocks / 2)]
+    if bits < 8:
+        per = 8 // bits
+        packed = pack_codes(codes, bits)  # [N, n_blocks, block_size * bits / 8]
+        # padding blocks get the middle code, as ONNX Runtime assumes where no zero point is given
+        zp_padded = np.pad(zp, ((0, 0), (0, -n_blocks % per)), constant_values=1 << (bits - 1))
+        zero_points = pack_codes(zp_padded, bits)  # [N, ceil(n_blocks * bits / 8)]
     else:
         packed = codes
         zero_points = zp
@@ -206,8 +212,8 @@ def quantize_gptq(
     zero point are chosen, by the plain search, from its weights as they stand when the fit reaches it.
     The result is packed exactly as ``quantize_blockwise``'s, so the graphs do not change.
     """
-    if bits != 4:
-        raise ValueError("the error-feedback fit is for 4-bit weights")
+    if bits not in (2, 4):
+        raise ValueError("the error-feedback fit is for 2- and 4-bit weights")
     w = np.asarray(w, dtype=np.float32)
     n, k = w.shape
     if k % block_size:

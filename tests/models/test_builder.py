@@ -79,11 +79,10 @@ def test_fp32_matches_reference_on_prefill_and_8_decode_steps(
 # exploit, nothing redundant). The error is against the reference run on the same de-quantized weights,
 # so it measures the graph (int8 activations at accuracy level 4), not the quantizer.
 GRAPH_ERROR_BOUND = {"int8": 0.35, "int4": 0.35}
-# An int4 fast head scores the tokens outside its best HEAD_CANDIDATES with the coarse preview only: 2-bit
-# codes, which on the tiny model's random weights (logits of a few units) are off by up to ~3.5. What the
-# preview must get right, that its best tokens hold the real best ones, is measured on the real model
-# (docs/models.md); here its best tokens are checked exactly and the rest only loosely.
-PREVIEW_ERROR_BOUND = 4.0
+# An int4 fast head scores the tokens outside its best HEAD_CANDIDATES with the coarse preview only (blocks
+# of 256). What the preview must get right, that its best tokens hold the real best ones, is measured on
+# the real model (docs/models.md); here its best tokens are checked exactly and the rest more loosely.
+PREVIEW_ERROR_BOUND = 1.5
 
 
 def assert_logits_close(got, want, bound, preview):
@@ -117,7 +116,7 @@ def test_quantized_build_agrees_with_reference(tmp_path, tiny_gguf, tiny_cfg, ti
     preview = style == "fast" and precision == "int4"
     for g, w, o in zip(got, same_weights, original, strict=True):
         assert_logits_close(g, w, GRAPH_ERROR_BOUND[precision], preview)
-        assert_logits_close(g, o, QUANT_ERROR_BOUND[precision], preview)
+        assert np.abs(g - o).max() < QUANT_ERROR_BOUND[precision]
         for row_g, row_w in zip(g, w, strict=True):
             total += 1
             if row_g.argmax() == row_w.argmax():
@@ -224,9 +223,9 @@ def test_fast_graph_uses_the_fused_cpu_ops(tiny_model_dir):
             assert attrs["block_size"] == sizes[tensor] and attrs["accuracy_level"] == 4, n.name
             seen.add(tensor)
     assert seen == {"qkv_proj", "o_proj", "gate_up_proj", "down_proj", "lm_head_preview"}
-    assert sizes["lm_head_preview"] == 128 and sizes["lm_head"] == 32
+    assert sizes["lm_head_preview"] == 256 and sizes["lm_head"] == 32
     preview = next(n for n in head.graph.node if n.op_type == "MatMulNBits")
-    assert {a.name: a.i for a in preview.attribute}["bits"] == 2
+    assert {a.name: a.i for a in preview.attribute}["bits"] == 4
     rows = next(n for n in head.graph.node if n.op_type == "GatherBlockQuantized")
     assert {a.name: a.i for a in rows.attribute}["block_size"] == sizes["lm_head"]
 
@@ -348,7 +347,7 @@ def test_default_build_fits_its_4bit_layers_to_the_calibration_text(
     # within the bound of any 4-bit build (that the fit is better is measured where the weights are real:
     # test_quant.py on structured inputs, test_real_model.py on the real model)
     for g, o in zip(_onnx_logits(tiny_model_dir), _reference_logits(tiny_cfg, tiny_weights), strict=True):
-        assert_logits_close(g, o, QUANT_ERROR_BOUND["int4"], preview=True)
+        assert np.abs(g - o).max() < QUANT_ERROR_BOUND["int4"]
 
 
 def test_a_tokenizer_that_reads_too_little_of_the_calibration_text_gets_the_plain_fit(

@@ -251,6 +251,29 @@ def test_int4_head_scores_its_best_tokens_exactly(tiny_plain_fit_dir, tiny_cfg, 
     assert np.abs(got - want).max() > 1e-3  # ...and not exact, or the preview would be doing nothing
 
 
+def test_a_2bit_head_preview_still_scores_its_best_tokens_exactly(monkeypatch, tiny_cfg, tiny_weights):
+    """HEAD_PREVIEW_BITS = 2 (measured and not the default, docs/models.md) writes a head whose preview
+    MatMulNBits reads 2-bit codes, and whose candidates still get the exact blocks-of-32 score."""
+    import onnxruntime as ort
+
+    from qwen_desktop.models import onnx_writer
+
+    monkeypatch.setattr(onnx_writer, "HEAD_PREVIEW_BITS", 2)
+    monkeypatch.setitem(onnx_writer.FAST_BLOCK_SIZES, "lm_head_preview", 128)
+    w = tiny_weights[EMBED if tiny_cfg.tie_word_embeddings else LM_HEAD]
+    model = onnx_writer.build_head_graph(tiny_cfg, tiny_weights.__getitem__)
+    preview = next(n for n in model.graph.node if n.op_type == "MatMulNBits")
+    assert {a.name: a.i for a in preview.attribute}["bits"] == 2
+    head = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    exact_w = quantize_blockwise(w, 4, fast_block_size("lm_head")).dequantize()[:, : w.shape[1]]
+    states = np.random.default_rng(1).standard_normal((1, 5, tiny_cfg.hidden_size)).astype(np.float32)
+    got = head.run(None, {"hidden": states})[0][0]  # [5, vocab]
+    want = states[0] @ exact_w.T
+    best = np.argsort(-want, axis=1)[:, :20]
+    assert np.abs(np.take_along_axis(got, best, 1) - np.take_along_axis(want, best, 1)).max() < 1e-4
+    assert (got.argmax(1) == want.argmax(1)).all()
+
+
 def test_fast_graph_computes_logits_only_for_the_kept_positions(tiny_model_dir):
     run = StepRunner(tiny_model_dir)
     n = 40

@@ -159,6 +159,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
         ("load", f"{r.load_s:.2f} s"),
         ("warm-up", f"{r.warmup_s:.2f} s"),
         (f"TTFT short ({r.short_prompt_tokens} tokens)", f"{r.ttft_short_s * 1000:.0f} ms"),
+        (
+            f"TTFT short, read ahead while typed ({r.typed_reused_tokens} reused)",
+            f"{r.ttft_typed_s * 1000:.0f} ms",
+        ),
         (f"TTFT long ({r.long_prompt_tokens} tokens)", f"{r.ttft_long_s * 1000:.0f} ms"),
         ("prefill", f"{r.prefill_tps:.0f} tokens/s"),
         (f"decode ({r.decode_tokens} tokens)", f"{r.decode_tps:.1f} tokens/s"),

@@ -1,7 +1,7 @@
 """The one place where threads meet: the engine runs on a ``QThread``, the window hears about it by signals.
 
 ``EngineWorker`` is a ``QObject`` moved onto a ``QThread``. Its slots are plain jobs (load a model, answer a
-conversation, rebuild the session, sweep thread counts, import a model) that run one after another on that
+conversation, read a draft ahead, rebuild the session, sweep thread counts, import a model) that run one after another on that
 thread, in the manner of superqt's ``GeneratorWorker``: iterate a plain generator, check a
 ``threading.Event`` between items, emit each item as a signal. The engine itself knows nothing of Qt.
 
@@ -152,6 +152,7 @@ class EngineWorker(QObject):
         piece(int, str, int): new text of an answer (job id, text, tokens written so far); pieces are
             batched to at most about 60 signals a second.
         finished(AnswerResult): an answer ended (done, length, cancelled, or error with partial text).
+        prepared(int, int): a draft was read ahead into the KV cache (request number, prompt tokens held).
         reconfigured(ModelInfo): a thread or context change was applied; the session was rebuilt.
         sweep_progress(int, int): thread counts measured so far, and how many in all.
         sweep_done(dict): decode tokens/s per thread count.
@@ -167,6 +168,7 @@ class EngineWorker(QObject):
     first_token = Signal(int, float)
     piece = Signal(int, str, int)
     finished = Signal(object)
+    prepared = Signal(int, int)
     reconfigured = Signal(object)
     sweep_progress = Signal(int, int)
     sweep_done = Signal(object)
@@ -179,6 +181,21 @@ class EngineWorker(QObject):
         self.engine: Any = None  # ChatEngine once loaded; read-only from other threads (plan, tokenizer)
         self.store = store
         self.cancel_event = threading.Event()
+        # Reading a draft ahead gives way to any other job: set when one is queued, checked between chunks.
+        self.prepare_stop = threading.Event()
+        self.latest_prepare = 0  # the newest read-ahead request; older queued ones are skipped
+
+    @Slot(int, object, int)
+    def prepare(self, request: int, messages: list[dict[str, str]], max_tokens: int) -> None:
+        """Prefill the KV cache with the conversation and the draft being typed (``ChatEngine.prepare``),
+        so that sending it only prefills what changed. Skipped when a newer draft or another job waits."""
+        if self.engine is None or request != self.latest_prepare or self.prepare_stop.is_set():
+            return
+        try:
+            held = self.engine.prepare(messages, max_tokens, self.prepare_stop)
+        except Exception:  # reading ahead only saves time; the answer itself reports a real failure
+            held = 0
+        emit(self.prepared, request, held)
 
     @Slot(str, int, int)
     def load(self, folder: str, threads: int, context_limit: int) -> None:
@@ -337,6 +354,7 @@ FORWARDED = (
     "first_token",
     "piece",
     "finished",
+    "prepared",
     "reconfigured",
     "sweep_progress",
     "sweep_done",
@@ -357,10 +375,12 @@ class EngineBridge(QObject):
     thread.
 
     Signals:
-        loading, loaded, load_failed, started, first_token, piece, finished, reconfigured, sweep_progress,
-            sweep_done, import_progress, imported, job_failed: as ``EngineWorker``'s, on the GUI thread.
+        loading, loaded, load_failed, started, first_token, piece, finished, prepared, reconfigured,
+            sweep_progress, sweep_done, import_progress, imported, job_failed: as ``EngineWorker``'s, on the
+            GUI thread.
         request_load(str, int, int): queued to ``EngineWorker.load``.
         request_answer(AnswerJob): queued to ``EngineWorker.answer``.
+        request_prepare(int, object, int): queued to ``EngineWorker.prepare``.
         request_reconfigure(int, int): queued to ``EngineWorker.reconfigure``.
         request_sweep(str, object): queued to ``EngineWorker.sweep``.
         request_import(str, str): queued to ``EngineWorker.import_model``.
@@ -373,6 +393,7 @@ class EngineBridge(QObject):
     first_token = Signal(int, float)
     piece = Signal(int, str, int)
     finished = Signal(object)
+    prepared = Signal(int, int)
     reconfigured = Signal(object)
     sweep_progress = Signal(int, int)
     sweep_done = Signal(object)
@@ -382,6 +403,7 @@ class EngineBridge(QObject):
 
     request_load = Signal(str, int, int)
     request_answer = Signal(object)
+    request_prepare = Signal(int, object, int)
     request_reconfigure = Signal(int, int)
     request_sweep = Signal(str, object)
     request_import = Signal(str, str)
@@ -394,11 +416,13 @@ class EngineBridge(QObject):
         self.worker.moveToThread(self.worker_thread)
         self.request_load.connect(self.worker.load)
         self.request_answer.connect(self.worker.answer)
+        self.request_prepare.connect(self.worker.prepare)
         self.request_reconfigure.connect(self.worker.reconfigure)
         self.request_sweep.connect(self.worker.sweep)
         self.request_import.connect(self.worker.import_model)
         self.worker_thread.finished.connect(self.worker.deleteLater)
         self._next_job = 0
+        self._next_prepare = 0
         self.busy = False  # an answer is queued or running
         self.finished.connect(self._on_finished)
         for name in FORWARDED:
@@ -412,30 +436,48 @@ class EngineBridge(QObject):
 
     def load(self, folder: Path | str, threads: int, context_limit: int) -> None:
         """Queue loading ``folder``."""
+        self.worker.prepare_stop.set()
         emit(self.request_load, str(folder), threads, context_limit)
 
     def answer(self, messages: list[dict[str, str]], params: SamplingParams, message_id: int | None) -> int:
-        """Queue an answer; returns its job id."""
+        """Queue an answer; returns its job id. A draft being read ahead stops at its next chunk, and the
+        answer reuses what it read."""
         self._next_job += 1
         self.busy = True
         self.worker.cancel_event.clear()
+        self.worker.prepare_stop.set()
         emit(self.request_answer, AnswerJob(self._next_job, messages, params, message_id))
         return self._next_job
 
+    def prepare(self, messages: list[dict[str, str]], max_tokens: int) -> int | None:
+        """Queue reading ``messages`` (ending with the draft being typed) into the KV cache, unless an
+        answer is queued or running. Returns the request number, or None when nothing was queued."""
+        if self.busy:
+            return None
+        self._next_prepare += 1
+        self.worker.latest_prepare = self._next_prepare
+        self.worker.prepare_stop.clear()
+        emit(self.request_prepare, self._next_prepare, messages, max_tokens)
+        return self._next_prepare
+
     def reconfigure(self, threads: int, context_limit: int) -> None:
         """Queue a session rebuild with new settings."""
+        self.worker.prepare_stop.set()
         emit(self.request_reconfigure, threads, context_limit)
 
     def sweep(self, folder: Path | str, counts: list[int]) -> None:
         """Queue a thread-count benchmark."""
+        self.worker.prepare_stop.set()
         emit(self.request_sweep, str(folder), list(counts))
 
     def import_model(self, source: Path | str, models_dir: Path | str) -> None:
         """Queue a model import."""
+        self.worker.prepare_stop.set()
         emit(self.request_import, str(source), str(models_dir))
 
     def cancel(self) -> None:
         """Stop the running answer, sweep or import at its next step."""
+        self.worker.prepare_stop.set()
         self.worker.cancel_event.set()
 
     def _on_finished(self, _result: AnswerResult) -> None:

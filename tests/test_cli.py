@@ -105,6 +105,7 @@ def test_bench_json_reports_every_figure(tiny_model_dir):
     for key in (
         "load_s",
         "ttft_short_s",
+        "ttft_typed_s",
         "ttft_long_s",
         "decode_tps",
         "turn6_ttft_s",
@@ -116,6 +117,10 @@ def test_bench_json_reports_every_figure(tiny_model_dir):
     # the tiny model holds 512 tokens: the long conversation fills what the reply leaves
     assert 300 < figures["long_context_tokens"] <= 512 - 8
     assert figures["turn6_reused_tokens"] > 0  # turn 6 reused the earlier turns' cache
+    # the short question read ahead up to its last word: only the rest was prefilled
+    assert (
+        figures["short_prompt_tokens"] // 2 < figures["typed_reused_tokens"] < figures["short_prompt_tokens"]
+    )
     assert figures["long_prompt_tokens"] > 400
 
 

@@ -15,7 +15,14 @@ from pathlib import Path
 from typing import Any
 
 from qwen_desktop.engine.chat import ChatEngine
-from qwen_desktop.engine.generate import GREEDY, Finished, SamplingParams, TextPiece, stream_generate
+from qwen_desktop.engine.generate import (
+    GREEDY,
+    Finished,
+    SamplingParams,
+    TextPiece,
+    common_prefix,
+    stream_generate,
+)
 from qwen_desktop.engine.model_files import load_model_files
 from qwen_desktop.engine.session import OnnxModel
 from qwen_desktop.engine.tokenizer import ChatTokenizer
@@ -74,6 +81,8 @@ class BenchResult:
     warmup_s: float
     ttft_short_s: float
     short_prompt_tokens: int
+    ttft_typed_s: float  # the short prompt when all but its last word was read ahead while it was typed
+    typed_reused_tokens: int
     ttft_long_s: float
     long_prompt_tokens: int
     prefill_tps: float
@@ -93,8 +102,9 @@ class BenchResult:
         return asdict(self)
 
 
-def _ttft(engine: ChatEngine, messages: list[dict[str, str]]) -> tuple[float, int]:
-    engine.model.reset()
+def _ttft(engine: ChatEngine, messages: list[dict[str, str]], reset: bool = True) -> tuple[float, int]:
+    if reset:
+        engine.model.reset()
     first = None
     start = time.perf_counter()
     for ev in engine.chat(messages, SamplingParams(temperature=0.0, max_tokens=1, repetition_penalty=1.0)):
@@ -103,6 +113,16 @@ def _ttft(engine: ChatEngine, messages: list[dict[str, str]]) -> tuple[float, in
         if isinstance(ev, Finished):
             return ev.stats.ttft, ev.stats.prompt_tokens
     return (first or time.perf_counter()) - start, 0
+
+
+def _ttft_typed(engine: ChatEngine, question: str) -> tuple[float, int]:
+    """TTFT of ``question`` sent after the app read it ahead while it was typed, up to its last word
+    (``ChatEngine.prepare``). Returns (seconds, reused tokens)."""
+    engine.model.reset()
+    engine.prepare([{"role": "user", "content": question.rsplit(" ", 1)[0]}], max_tokens=1)
+    messages = [{"role": "user", "content": question}]
+    reused = common_prefix(engine.model.tokens, engine.plan(messages, 1).prompt)
+    return _ttft(engine, messages, reset=False)[0], reused
 
 
 def _decode(engine: ChatEngine, prompt: str, n: int, lookup: bool) -> float:
@@ -182,6 +202,8 @@ def run_bench(
     long = [{"role": "user", "content": long_prompt(engine.tokenizer)}]
     say("time to first token, short prompt")
     ttft_short = [_ttft(engine, short) for _ in range(runs)]
+    say("time to first token, short prompt read ahead while typed")
+    ttft_typed = [_ttft_typed(engine, SHORT_QUESTION) for _ in range(runs)]
     say("time to first token, long prompt")
     ttft_long = [_ttft(engine, long) for _ in range(runs)]
     say(f"decode speed over {decode_tokens} tokens")
@@ -205,6 +227,8 @@ def run_bench(
         warmup_s=engine.warmup_seconds,
         ttft_short_s=statistics.median(t for t, _ in ttft_short),
         short_prompt_tokens=ttft_short[0][1],
+        ttft_typed_s=statistics.median(t for t, _ in ttft_typed),
+        typed_reused_tokens=ttft_typed[0][1],
         ttft_long_s=long_s,
         long_prompt_tokens=long_tokens,
         prefill_tps=long_tokens / long_s if long_s else 0.0,

@@ -14,7 +14,15 @@ from pathlib import Path
 
 from qwen_desktop.engine.chat_template import Message
 from qwen_desktop.engine.context import ContextBuilder, ContextPlan
-from qwen_desktop.engine.generate import GREEDY, Finished, GenerationEvent, SamplingParams, stream_generate
+from qwen_desktop.engine.generate import (
+    GREEDY,
+    Finished,
+    GenerationEvent,
+    SamplingParams,
+    common_prefix,
+    prefill,
+    stream_generate,
+)
 from qwen_desktop.engine.model_files import ModelFiles, load_model_files
 from qwen_desktop.engine.session import OnnxModel
 from qwen_desktop.engine.tokenizer import ChatTokenizer
@@ -127,6 +135,23 @@ class ChatEngine:
         yield from stream_generate(
             self.model, self.tokenizer, plan.prompt, run, self.stop_ids, cancel, prompt_lookup=prompt_lookup
         )
+
+    def prepare(
+        self,
+        messages: Sequence[Message],
+        max_tokens: int = GREEDY.max_tokens,
+        cancel: threading.Event | None = None,
+    ) -> int:
+        """Prefill the KV cache with ``messages`` without answering, typically while the last user message
+        is still being typed: when it is sent, ``chat`` reuses every token up to where the text changed and
+        prefills only the rest. ``max_tokens`` must be what the answer will use (it decides what fits).
+
+        Stops between prefill chunks once ``cancel`` is set; what was done stays in the cache. Returns how
+        many tokens of the conversation's prompt the cache now holds.
+        """
+        prompt = self.plan(messages, max_tokens).prompt
+        prefill(self.model, prompt, cancel)
+        return common_prefix(self.model.tokens, prompt)
 
     def complete(self, prompt: str, params: SamplingParams = GREEDY) -> tuple[str, Finished]:
         """Answer one user message; returns (text, finished). For scripts and tests."""

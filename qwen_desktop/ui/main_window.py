@@ -716,7 +716,8 @@ class MainWindow(QMainWindow):
     # ----------------------------------------------------------------- context meter
 
     def update_meter(self) -> None:
-        """Count the conversation plus the draft with the model's tokenizer; warn if turns would drop."""
+        """Count the conversation plus the draft with the model's tokenizer; warn if turns would drop; have
+        the worker read the draft ahead."""
         if self._closing:
             return
         engine = self.bridge.engine
@@ -741,6 +742,10 @@ class MainWindow(QMainWindow):
             plan = engine.plan(messages, self.settings.max_tokens)
         except Exception:  # counting must never break typing
             return
+        if draft and self.can_send():
+            # read the question into the KV cache while it is typed: sending it then prefills only the
+            # last few tokens, so the answer starts sooner (docs/engine.md, "Reading ahead while you type")
+            self.bridge.prepare(messages, self.settings.max_tokens)
         self.meter.setRange(0, plan.limit)
         self.meter.setValue(min(plan.used, plan.limit))
         self.meter.setFormat(

@@ -13,6 +13,7 @@ from qwen_desktop.engine.generate import (
     Finished,
     SamplingParams,
     TextPiece,
+    common_prefix,
     find_draft,
     stream_generate,
 )
@@ -151,6 +152,51 @@ def test_prefix_reuse_prefills_only_new_tokens_and_matches_a_cold_run(fp32_engin
     assert fin.stats.reused_tokens == len(PROMPT)
     assert fin.stats.prefill_tokens == 3
     assert warm == reference.greedy(longer, 6)
+
+
+def _answer(engine, messages, params):
+    text, finished = [], None
+    for ev in engine.chat(messages, params):
+        if isinstance(ev, Finished):
+            finished = ev
+        else:
+            text.append(ev.text)
+    return "".join(text), finished
+
+
+HISTORY = [
+    {"role": "system", "content": "Be brief."},
+    {"role": "user", "content": "Hi there"},
+    {"role": "assistant", "content": "Hello! How can I help?"},
+]
+
+
+def test_a_draft_prepared_while_typing_leaves_only_the_changed_tail_to_prefill(fp32_engine):
+    params = SamplingParams(temperature=0.0, repetition_penalty=1.0, max_tokens=8)
+    final = [*HISTORY, {"role": "user", "content": "What is the capital of France?"}]
+    draft = [*HISTORY, {"role": "user", "content": "What is the capi"}]
+    fp32_engine.model.reset()
+    cold_text, cold = _answer(fp32_engine, final, params)
+    assert cold.stats.reused_tokens == 0
+    fp32_engine.model.reset()
+    draft_ids = fp32_engine.plan(draft, params.max_tokens).prompt
+    final_ids = fp32_engine.plan(final, params.max_tokens).prompt
+    assert fp32_engine.prepare(draft, params.max_tokens) == len(draft_ids)
+    assert fp32_engine.model.tokens == draft_ids
+    text, warm = _answer(fp32_engine, final, params)
+    assert text == cold_text, "a prepared cache must not change the answer"
+    shared = common_prefix(draft_ids, final_ids)
+    assert warm.stats.reused_tokens == shared
+    assert warm.stats.prefill_tokens == len(final_ids) - shared < len(final_ids) // 2
+
+
+def test_preparing_a_draft_stops_when_cancelled(fp32_engine):
+    cancel = threading.Event()
+    cancel.set()
+    fp32_engine.model.reset()
+    draft = [*HISTORY, {"role": "user", "content": "What is"}]
+    assert fp32_engine.prepare(draft, 8, cancel) == 0
+    assert fp32_engine.model.tokens == []
 
 
 def test_rewind_after_an_edit(fp32_engine, reference):

@@ -15,6 +15,7 @@ from PySide6.QtWidgets import (
     QPlainTextEdit,
 )
 
+from qwen_desktop.engine.generate import common_prefix
 from qwen_desktop.storage.chats import ChatStore
 from qwen_desktop.worker import emit
 
@@ -41,8 +42,25 @@ def test_window_is_up_before_the_model(qtbot, settings_for, make_window, tiny_mo
     assert window.send_button.isEnabled()
 
 
-def test_answer_streams_into_the_view_in_order(qtbot, settings_for, make_window, tiny_model_dir):
-    settings_for(model_path=str(tiny_model_dir), temperature=0.0, max_tokens=300)
+def never_stopping_copy(tiny_model_dir, tmp_path):
+    """A copy of the tiny model without stop ids, so an answer always runs to its token limit (the random
+    model may write its end-of-turn token at any point, and where depends on which graph read the prompt:
+    a question read ahead while typed is read by the decode graph)."""
+    import json
+    import shutil
+
+    folder = tmp_path / "never-stops"
+    shutil.copytree(tiny_model_dir, folder)
+    manifest = json.loads((folder / "manifest.json").read_text())
+    manifest["eos_token_ids"] = []
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    return folder
+
+
+def test_answer_streams_into_the_view_in_order(qtbot, settings_for, make_window, tiny_model_dir, tmp_path):
+    settings_for(
+        model_path=str(never_stopping_copy(tiny_model_dir, tmp_path)), temperature=0.0, max_tokens=300
+    )
     window = make_window()
     snapshots = []
 
@@ -330,17 +348,9 @@ def test_context_meter_counts_and_warns_before_turns_drop(
 def test_ui_stays_responsive_during_a_256_token_answer(
     settings_for, make_window, tiny_model_dir, qtbot, tmp_path
 ):
-    import json
-    import shutil
     import time
 
-    # A copy of the tiny model without stop ids, so the answer always runs to the 256-token limit (the
-    # random model may sample its end-of-turn token at any point).
-    folder = tmp_path / "never-stops"
-    shutil.copytree(tiny_model_dir, folder)
-    manifest = json.loads((folder / "manifest.json").read_text())
-    manifest["eos_token_ids"] = []
-    (folder / "manifest.json").write_text(json.dumps(manifest))
+    folder = never_stopping_copy(tiny_model_dir, tmp_path)  # the answer always runs 256 tokens
     # Sampled, not greedy: greedy on the tiny model drafts with prompt lookup and ends in a blink.
     settings_for(model_path=str(folder), temperature=0.7, seed=1, max_tokens=256, system_prompt="")
     window = make_window()
@@ -454,3 +464,26 @@ def test_an_unusable_database_still_opens_the_window(settings_for, make_window, 
     assert "newer version" in window.banner_label.text()
     result = send(qtbot, window, "Does chatting still work?")
     assert result.reason in ("stop", "length")
+
+
+def test_the_question_is_read_ahead_while_it_is_typed(qtbot, settings_for, make_window, tiny_model_dir):
+    settings_for(model_path=str(tiny_model_dir), temperature=0.0, max_tokens=20)
+    window = make_window()
+    send(qtbot, window, "Hello there")
+    read = []
+    window.bridge.prepared.connect(lambda request, held: read.append((request, held)))
+    qtbot.keyClicks(window.composer, "What is the capital of")
+    # the meter's throttle reads the draft at once and then at most every 250 ms, ending with the whole
+    qtbot.waitUntil(lambda: bool(read) and read[-1][0] == window.bridge._next_prepare, timeout=30000)
+    engine = window.bridge.engine
+    history = window.prompt_messages(window.store.path(window.conversation_id))
+    draft = engine.plan([*history, {"role": "user", "content": "What is the capital of"}], 20).prompt
+    assert read[-1][1] == len(draft)
+    assert engine.model.tokens == draft
+    qtbot.keyClicks(window.composer, " France?")
+    with qtbot.waitSignal(window.answer_finished, timeout=30000) as blocker:
+        qtbot.keyClick(window.composer, Qt.Key.Key_Return)
+    stats = blocker.args[0].stats
+    sent = engine.plan([*history, {"role": "user", "content": "What is the capital of France?"}], 20).prompt
+    assert stats.prompt_tokens == len(sent)
+    assert stats.reused_tokens >= common_prefix(draft, sent) > len(sent) - 20

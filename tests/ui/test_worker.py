@@ -7,7 +7,7 @@ import threading
 import pytest
 from PySide6.QtCore import Qt
 
-from qwen_desktop.engine.generate import SamplingParams
+from qwen_desktop.engine.generate import SamplingParams, common_prefix
 from qwen_desktop.worker import EngineBridge
 
 GREEDY_LONG = SamplingParams(temperature=0.0, max_tokens=400)
@@ -143,3 +143,55 @@ def test_emitting_many_signals_leaves_true_alone(qapp):
         emit(source.ping, i)
     assert len(got) == 5000
     assert abs(sys.getrefcount(True) - before) < 50
+
+
+def test_a_draft_read_ahead_is_reused_by_the_answer(qtbot, bridge):
+    params = SamplingParams(temperature=0.0, max_tokens=10)
+    draft = [{"role": "user", "content": "Tell me about the sea"}]
+    with qtbot.waitSignal(bridge.prepared, timeout=30000) as read:
+        request = bridge.prepare(draft, params.max_tokens)
+    assert read.args[0] == request
+    held = read.args[1]
+    assert held == len(bridge.engine.plan(draft, params.max_tokens).prompt)
+    sent = [{"role": "user", "content": "Tell me about the sea and the sky"}]
+    with qtbot.waitSignal(bridge.finished, timeout=30000) as done:
+        bridge.answer(sent, params, None)
+        assert bridge.prepare(draft, params.max_tokens) is None, "no reading ahead while an answer waits"
+    stats = done.args[0].stats
+    # everything up to where the text changed was reused, and only that
+    shared = common_prefix(
+        bridge.engine.plan(draft, params.max_tokens).prompt,
+        bridge.engine.plan(sent, params.max_tokens).prompt,
+    )
+    assert stats.reused_tokens == shared > stats.prompt_tokens // 2
+
+
+def test_an_answer_stops_a_long_read_ahead_at_its_next_chunk(qtbot, bridge, monkeypatch):
+    from qwen_desktop.engine import generate
+
+    chunk = 64  # the tiny model's context holds 512 tokens: small chunks give a read-ahead several
+    monkeypatch.setattr(generate, "PREFILL_CHUNK", chunk)
+    long_draft = [{"role": "user", "content": "word " * 512}]
+    chunks = []
+    in_first_chunk, answer_queued = threading.Event(), threading.Event()
+    original = bridge.engine.model.forward
+
+    def pausing_forward(ids, keep=1):  # on the worker thread: hold the first chunk until Enter is pressed
+        chunks.append(len(ids))
+        if len(chunks) == 1:
+            in_first_chunk.set()
+            assert answer_queued.wait(10)
+        return original(ids, keep)
+
+    bridge.engine.model.forward = pausing_forward
+    try:
+        bridge.prepare(long_draft, 10)
+        qtbot.waitUntil(in_first_chunk.is_set, timeout=10000)
+        with qtbot.waitSignal(bridge.finished, timeout=30000) as done:
+            bridge.answer([{"role": "user", "content": "Hi"}], SamplingParams(max_tokens=3), None)
+            answer_queued.set()
+    finally:
+        del bridge.engine.model.forward
+    assert chunks[0] == chunk
+    assert chunks[1] < chunk and sum(chunks) < 2 * chunk, "the read-ahead went on after an answer was queued"
+    assert done.args[0].reason == "length"

@@ -1,9 +1,9 @@
 """The one place where threads meet: the engine runs on a ``QThread``, the window hears about it by signals.
 
 ``EngineWorker`` is a ``QObject`` moved onto a ``QThread``. Its slots are plain jobs (load a model, answer a
-conversation, read a draft ahead, rebuild the session, sweep thread counts, import a model) that run one after another on that
-thread, in the manner of superqt's ``GeneratorWorker``: iterate a plain generator, check a
-``threading.Event`` between items, emit each item as a signal. The engine itself knows nothing of Qt.
+conversation, read a draft ahead, rebuild the session, sweep thread counts, import a model) that run one
+after another on that thread, in the manner of superqt's ``GeneratorWorker``: iterate a plain generator,
+check a ``threading.Event`` between items, emit each item as a signal. The engine itself knows nothing of Qt.
 
 ``EngineBridge`` is the window's handle: it owns the thread and the worker, queues jobs on it and, on
 shutdown, cancels what runs, stops the thread and joins it.
@@ -434,10 +434,14 @@ class EngineBridge(QObject):
         """The loaded ``ChatEngine`` or None; use it only for read-only work such as ``plan``."""
         return self.worker.engine
 
+    def _queue(self, request: Any, *args: object) -> None:
+        """Queue a job on the worker; a draft being read ahead gives way to it at its next chunk."""
+        self.worker.prepare_stop.set()
+        emit(request, *args)
+
     def load(self, folder: Path | str, threads: int, context_limit: int) -> None:
         """Queue loading ``folder``."""
-        self.worker.prepare_stop.set()
-        emit(self.request_load, str(folder), threads, context_limit)
+        self._queue(self.request_load, str(folder), threads, context_limit)
 
     def answer(self, messages: list[dict[str, str]], params: SamplingParams, message_id: int | None) -> int:
         """Queue an answer; returns its job id. A draft being read ahead stops at its next chunk, and the
@@ -445,8 +449,7 @@ class EngineBridge(QObject):
         self._next_job += 1
         self.busy = True
         self.worker.cancel_event.clear()
-        self.worker.prepare_stop.set()
-        emit(self.request_answer, AnswerJob(self._next_job, messages, params, message_id))
+        self._queue(self.request_answer, AnswerJob(self._next_job, messages, params, message_id))
         return self._next_job
 
     def prepare(self, messages: list[dict[str, str]], max_tokens: int) -> int | None:
@@ -462,18 +465,15 @@ class EngineBridge(QObject):
 
     def reconfigure(self, threads: int, context_limit: int) -> None:
         """Queue a session rebuild with new settings."""
-        self.worker.prepare_stop.set()
-        emit(self.request_reconfigure, threads, context_limit)
+        self._queue(self.request_reconfigure, threads, context_limit)
 
     def sweep(self, folder: Path | str, counts: list[int]) -> None:
         """Queue a thread-count benchmark."""
-        self.worker.prepare_stop.set()
-        emit(self.request_sweep, str(folder), list(counts))
+        self._queue(self.request_sweep, str(folder), list(counts))
 
     def import_model(self, source: Path | str, models_dir: Path | str) -> None:
         """Queue a model import."""
-        self.worker.prepare_stop.set()
-        emit(self.request_import, str(source), str(models_dir))
+        self._queue(self.request_import, str(source), str(models_dir))
 
     def cancel(self) -> None:
         """Stop the running answer, sweep or import at its next step."""

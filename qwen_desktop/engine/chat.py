@@ -150,7 +150,8 @@ class ChatEngine:
         many tokens of the conversation's prompt the cache now holds.
         """
         prompt = self.plan(messages, max_tokens).prompt
-        prefill(self.model, prompt, cancel)
+        if common_prefix(self.model.tokens, prompt) < len(prompt):  # else nothing changed since last time
+            prefill(self.model, prompt, cancel)
         return common_prefix(self.model.tokens, prompt)
 
     def complete(self, prompt: str, params: SamplingParams = GREEDY) -> tuple[str, Finished]:

@@ -190,6 +190,16 @@ def test_a_draft_prepared_while_typing_leaves_only_the_changed_tail_to_prefill(f
     assert warm.stats.prefill_tokens == len(final_ids) - shared < len(final_ids) // 2
 
 
+def test_preparing_an_unchanged_draft_again_runs_nothing(fp32_engine, monkeypatch):
+    draft = [*HISTORY, {"role": "user", "content": "What is the capi"}]
+    fp32_engine.model.reset()
+    held = fp32_engine.prepare(draft, 8)
+    passes = []
+    monkeypatch.setattr(fp32_engine.model, "forward", lambda ids, keep=1: passes.append(ids))
+    assert fp32_engine.prepare(draft, 8) == held
+    assert passes == []
+
+
 def test_preparing_a_draft_stops_when_cancelled(fp32_engine):
     cancel = threading.Event()
     cancel.set()

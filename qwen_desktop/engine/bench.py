@@ -20,7 +20,6 @@ from qwen_desktop.engine.generate import (
     Finished,
     SamplingParams,
     TextPiece,
-    common_prefix,
     stream_generate,
 )
 from qwen_desktop.engine.model_files import load_model_files
@@ -102,7 +101,8 @@ class BenchResult:
         return asdict(self)
 
 
-def _ttft(engine: ChatEngine, messages: list[dict[str, str]], reset: bool = True) -> tuple[float, int]:
+def _ttft(engine: ChatEngine, messages: list[dict[str, str]], reset: bool = True) -> tuple[float, int, int]:
+    """TTFT of ``messages``: (seconds, prompt tokens, tokens reused from the cache)."""
     if reset:
         engine.model.reset()
     first = None
@@ -111,8 +111,8 @@ def _ttft(engine: ChatEngine, messages: list[dict[str, str]], reset: bool = True
         if isinstance(ev, TextPiece) and first is None:
             first = time.perf_counter()
         if isinstance(ev, Finished):
-            return ev.stats.ttft, ev.stats.prompt_tokens
-    return (first or time.perf_counter()) - start, 0
+            return ev.stats.ttft, ev.stats.prompt_tokens, ev.stats.reused_tokens
+    return (first or time.perf_counter()) - start, 0, 0
 
 
 def _ttft_typed(engine: ChatEngine, question: str) -> tuple[float, int]:
@@ -120,9 +120,8 @@ def _ttft_typed(engine: ChatEngine, question: str) -> tuple[float, int]:
     (``ChatEngine.prepare``). Returns (seconds, reused tokens)."""
     engine.model.reset()
     engine.prepare([{"role": "user", "content": question.rsplit(" ", 1)[0]}], max_tokens=1)
-    messages = [{"role": "user", "content": question}]
-    reused = common_prefix(engine.model.tokens, engine.plan(messages, 1).prompt)
-    return _ttft(engine, messages, reset=False)[0], reused
+    seconds, _, reused = _ttft(engine, [{"role": "user", "content": question}], reset=False)
+    return seconds, reused
 
 
 def _decode(engine: ChatEngine, prompt: str, n: int, lookup: bool) -> float:
@@ -217,7 +216,7 @@ def run_bench(
     target = min(LONG_CONTEXT, engine.context_limit - decode_tokens - 64)
     say(f"decode speed after {target} tokens of conversation")
     after_long = [_long_context_decode(engine, target, decode_tokens) for _ in range(runs)]
-    long_s = statistics.median(t for t, _ in ttft_long)
+    long_s = statistics.median(t for t, _, _ in ttft_long)
     long_tokens = ttft_long[0][1]
     return BenchResult(
         model=str(folder),
@@ -225,7 +224,7 @@ def run_bench(
         runs=runs,
         load_s=load_total,
         warmup_s=engine.warmup_seconds,
-        ttft_short_s=statistics.median(t for t, _ in ttft_short),
+        ttft_short_s=statistics.median(t for t, _, _ in ttft_short),
         short_prompt_tokens=ttft_short[0][1],
         ttft_typed_s=statistics.median(t for t, _ in ttft_typed),
         typed_reused_tokens=ttft_typed[0][1],

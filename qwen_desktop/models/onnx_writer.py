@@ -173,6 +173,7 @@ class _Writer:
         self.calibration = calibration
         self.g = _Graph()
         self._constants: dict[str, str] = {}
+        self._rows = "input_ids"  # what the int8 layers' row count comes from (see _rows_zero_point)
         self.steps_total = cfg.num_layers + 2
         self.steps_done = 0
 
@@ -236,17 +237,22 @@ class _Writer:
         return self._constants[name]
 
     def _rows_zero_point(self, zp_128: str) -> str:
-        """The ``[b * s]`` zero points of 128 that every int8 layer's QuantizeLinear takes, made once per
-        graph from the input's size (all layers quantize the same number of rows)."""
-        if "rows_zp" not in self._constants:
+        """The ``[rows]`` zero points of 128 that an int8 layer's QuantizeLinear takes, made once per graph
+        for each row count: every position (``input_ids``' size), or the kept positions the last layer
+        works on after ``_keep_rows`` (``self._rows``)."""
+        key = f"rows_zp:{self._rows}"
+        if key not in self._constants:
             g = self.g
-            rows = g.op1(
-                "Reshape",
-                [g.op1("Size", ["input_ids"], "rows/Size"), self._shared("axes_last", [-1], np.int64)],
-                "rows/Count",
-            )  # [1]: b * s
-            self._constants["rows_zp"] = g.op1("Expand", [zp_128, rows], "rows/ZeroPoint")
-        return self._constants["rows_zp"]
+            if self._rows == "input_ids":
+                rows = g.op1(
+                    "Reshape",
+                    [g.op1("Size", ["input_ids"], "rows/Size"), self._shared("axes_last", [-1], np.int64)],
+                    "rows/Count",
+                )  # [1]: b * s
+            else:
+                rows = g.op1("Shape", [self._rows], "rows/Kept", start=1, end=2)  # [1]: kept positions
+            self._constants[key] = g.op1("Expand", [zp_128, rows], "rows/ZeroPoint")
+        return self._constants[key]
 
     def linear_w8a8(self, x: str, w: np.ndarray, b: np.ndarray | None, base: str) -> str:
         """int8 weights (one scale per output channel) times int8 activations (one scale per token).
@@ -507,8 +513,13 @@ class _Writer:
         )
         return run
 
-    def _attention(self, qkv: str, i: int, run: dict[str, str]) -> str:
-        """Self-attention of layer ``i`` from its packed ``qkv`` ``[1, s, (h + 2 kv) * d]`` -> ``[1, s, h * d]``."""
+    def _attention(self, qkv: str, i: int, run: dict[str, str], keep_from: str | None = None) -> str:
+        """Self-attention of layer ``i`` from its packed ``qkv`` ``[1, s, (h + 2 kv) * d]`` -> ``[1, s, h * d]``.
+
+        With ``keep_from`` (a ``[1]`` start such as ``-keep``; views layout only), every position's key
+        and value still goes to the cache, but only the positions from there on are queried: the output is
+        ``[1, keep, h * d]``.
+        """
         g, cfg = self.g, self.cfg
         h, kvh, d = cfg.num_heads, cfg.num_kv_heads, cfg.head_dim
         p = f"layers.{i}"
@@ -568,6 +579,17 @@ class _Writer:
             axis=-1,
             outputs=[f"{p}/attn/q", f"kv_new.{i}.key"],
         )[0]
+        mask = run["mask"]
+        if keep_from is not None:
+            end = self._shared("keep_end", [np.iinfo(np.int64).max], np.int64)
+            q = g.op1(
+                "Slice", [q, keep_from, end, self._shared("keep_axis_1", [1], np.int64)], f"{p}/attn/KeepQ"
+            )  # [1, keep, h * d]
+            mask = g.op1(
+                "Slice",
+                [mask, keep_from, end, self._shared("keep_axis_0", [0], np.int64)],
+                f"{p}/attn/KeepMask",
+            )  # [keep, total]
         q = g.op1(
             "Reshape", [q, self._shared("q_heads", [-1, kvh, group, d], np.int64)], f"{p}/attn/QHeads"
         )  # [s, kv, grp, d]
@@ -587,7 +609,7 @@ class _Writer:
         scores = g.op1(
             "Reshape", [scores, self._shared("per_head", [kvh * group, -1, 0], np.int64)], f"{p}/attn/Heads"
         )
-        scores = g.op1("Add", [scores, run["mask"]], f"{p}/attn/Causal")  # [kv*grp, s, total]
+        scores = g.op1("Add", [scores, mask], f"{p}/attn/Causal")  # [kv*grp, s, total]
         scores = g.op1(
             "Reshape", [scores, self._shared("per_group", [kvh, -1, 0], np.int64)], f"{p}/attn/Groups"
         )
@@ -601,6 +623,19 @@ class _Writer:
         out = g.op1("Transpose", [out], f"{p}/attn/OutT", perm=[2, 0, 1, 3])  # [s, kv, grp, d]
         return g.op1("Reshape", [out, self._shared("out_shape", [1, -1, h * d], np.int64)], f"{p}/attn/Out")
 
+    def _keep_rows(self, x: str, keep_from: str, base: str) -> str:
+        """``x[:, keep_from:]``: the kept positions of ``[1, s, ...]``."""
+        return self.g.op1(
+            "Slice",
+            [
+                x,
+                keep_from,
+                self._shared("keep_end", [np.iinfo(np.int64).max], np.int64),
+                self._shared("keep_axis_1", [1], np.int64),
+            ],
+            base,
+        )
+
     def _head_weight(self) -> np.ndarray:
         return self.fetch(EMBED if self.cfg.tie_word_embeddings else LM_HEAD)
 
@@ -610,9 +645,21 @@ class _Writer:
         x = self._embedding_fast()  # [batch, seq, hidden]
         self._tick("embedding")
         run = self._attention_inputs()
+        # Only the last num_logits_to_keep positions reach the head. The last layer computes every
+        # position's key and value (later tokens attend to them) but the rest of it (queries, o_proj,
+        # MLP) only for those positions; and a long prefill never computes [seq, vocab] logits it would
+        # throw away.
+        keep_from = g.op1(
+            "Neg",
+            [g.op1("Reshape", ["num_logits_to_keep", g.const("shape_1", [1])], "keep/Reshape")],
+            "keep/Neg",
+        )  # [1]: -keep
+        prune_last = self.kv_layout != "shared"  # GroupQueryAttention queries every position it writes
+        self._rows = "input_ids"
         residual = x
         hidden = x
         for i in range(cfg.num_layers):
+            last = i == cfg.num_layers - 1
             n = layer_names(i)
             p = f"layers.{i}"
             if i == 0:
@@ -641,7 +688,11 @@ class _Writer:
                 [self.fetch(n["q_bias"]), self.fetch(n["k_bias"]), self.fetch(n["v_bias"])]
             )
             qkv = self.linear_fast(normed, qkv_w, qkv_b, f"{p}.qkv_proj", self.precision)  # [b, s, (h+2kv)*d]
-            attn = self._attention(qkv, i, run)  # [b, s, hidden]
+            pruned = last and prune_last
+            attn = self._attention(qkv, i, run, keep_from if pruned else None)  # [b, s or keep, hidden]
+            if pruned:
+                residual = self._keep_rows(residual, keep_from, "keep/r")
+                self._rows = residual  # [1, keep, hidden]: the int8 layers below quantize keep rows
             o = self.linear_fast(attn, self.fetch(n["o"]), None, f"{p}.o_proj", self.precision)
             outs = g.op(
                 "SkipSimplifiedLayerNormalization",
@@ -669,23 +720,9 @@ class _Writer:
                 self.precision,
             )
             self._tick(f"layer {i + 1}/{cfg.num_layers}")
-        # Only the last num_logits_to_keep positions reach the head: a long prefill never computes
-        # [seq, vocab] logits it would throw away.
-        starts = g.op1(
-            "Neg",
-            [g.op1("Reshape", ["num_logits_to_keep", g.const("shape_1", [1])], "keep/Reshape")],
-            "keep/Neg",
-        )
-        hidden = g.op1(
-            "Slice",
-            [hidden, starts, g.const("int_max", [np.iinfo(np.int64).max]), g.const("axis_1", [1])],
-            "keep/h",
-        )
-        residual = g.op1(
-            "Slice",
-            [residual, starts, g.const("int_max", [np.iinfo(np.int64).max]), g.const("axis_1", [1])],
-            "keep/r",
-        )
+        if not prune_last:
+            hidden = self._keep_rows(hidden, keep_from, "keep/h")
+            residual = self._keep_rows(residual, keep_from, "keep/r")
         final = g.op(
             "SkipSimplifiedLayerNormalization",
             [hidden, residual, g.init("final_norm", self.fetch(FINAL_NORM))],

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
+import onnxruntime as ort
 import pytest
 
 from qwen_desktop.models.builder import build_model
@@ -283,6 +285,41 @@ def test_fast_graph_computes_logits_only_for_the_kept_positions(tiny_model_dir):
     assert hidden.shape == (1, 1, run.manifest["config"]["hidden_size"])
     logits = run.head.run(None, {"hidden": hidden})[0]
     assert logits.shape == (1, 1, run.manifest["config"]["vocab_size"])
+
+
+@pytest.mark.parametrize("graph", ["model.onnx", "prefill.onnx"])
+def test_the_last_layer_works_only_on_the_kept_positions_and_still_caches_every_one(tiny_model_dir, graph):
+    """A prompt's last layer computes every position's key and value (later tokens attend to them) but its
+    queries, o_proj and MLP only for the positions whose logits are kept."""
+    import onnx
+
+    from qwen_desktop.engine.model_files import load_model_files
+    from qwen_desktop.engine.session import OnnxModel
+
+    model = onnx.load(str(tiny_model_dir / graph))
+    layers = json.loads((tiny_model_dir / "manifest.json").read_text())["config"]["num_layers"]
+    down = [n for n in model.graph.node if n.name.startswith(f"layers.{layers - 1}.down_proj")][-1].output[0]
+    model.graph.output.append(onnx.ValueInfoProto(name=down))
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    run = StepRunner(tiny_model_dir, graph)
+    n = 12
+    for keep in (1, 3, n):
+        feeds = run.feeds(list(range(1, n + 1)))
+        feeds["num_logits_to_keep"] = np.array(keep, np.int64)
+        outs = dict(zip([o.name for o in session.get_outputs()], session.run(None, feeds), strict=True))
+        assert outs[down].shape[1] == keep
+        assert outs[f"kv_new.{layers - 1}.key"].shape[1] == n
+
+    # The kept positions' numbers and the whole cache are those of a pass that keeps every position.
+    files = load_model_files(tiny_model_dir)
+    if graph == "model.onnx":
+        files = dataclasses.replace(files, prefill_graph=None)
+    ids = [7, 3, 19, 4, 25, 11, 2, 30, 8, 14, 5, 9]
+    one, every = OnnxModel(files, threads=1, max_len=64), OnnxModel(files, threads=1, max_len=64)
+    last = one.forward(ids, keep=1)[-1].copy()
+    all_rows = every.forward(ids, keep=len(ids))
+    np.testing.assert_allclose(last, all_rows[-1], atol=1e-4)
+    np.testing.assert_allclose(one.forward([6], keep=1)[-1], every.forward([6], keep=1)[-1], atol=1e-4)
 
 
 def test_tied_embeddings_build_and_match(tmp_path, tiny_tokenizer):

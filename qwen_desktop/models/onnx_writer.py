@@ -261,10 +261,12 @@ class _Writer:
         token, not per tensor: Qwen's first position carries activations ~100x larger than the rest, and
         a token's result must not depend on which other tokens share its prefill chunk.
         """
+        q, x_scale = self.quantize_rows(x, base)
+        return self.rescale_rows(self.matmul_int8(q, w, base), x_scale, b, base)
+
+    def quantize_rows(self, x: str, base: str) -> tuple[str, str]:
+        """``x`` ``[1, s, K]`` -> (``[s, K]`` uint8 with zero point 128, its ``[1, s, 1]`` per-token scales)."""
         g = self.g
-        n, k = w.shape
-        scale = np.maximum(np.abs(w).max(axis=1), 1e-12) / 127.0  # [N]
-        wq = np.clip(np.round(w / scale[:, None]), -127, 127).astype(np.int8).T.copy()  # [K, N]
         last = self._shared("axes_last", [-1], np.int64)
         amax = g.op1("ReduceMax", [g.op1("Abs", [x], base + "/Abs"), last], base + "/AbsMax", keepdims=1)
         x_scale = g.op1(
@@ -274,33 +276,34 @@ class _Writer:
                 self._shared("tiny_scale", 1e-12, np.float32),
             ],
             base + "/ScaleFloor",
-        )  # [b, s, 1]
-        rows_scale = g.op1("Reshape", [x_scale, last], base + "/RowScale")  # [b * s]
-        rows = g.op1(
-            "Reshape", [x, self._shared(f"shape_rows_{k}", [-1, k], np.int64)], base + "/Rows"
-        )  # [b * s, K]
+        )  # [1, s, 1]
+        rows_scale = g.op1("Reshape", [x_scale, last], base + "/RowScale")  # [s]
+        rows = g.op1("Squeeze", [x, self._shared("axes_first", [0], np.int64)], base + "/Rows")  # [s, K]
         zp_128 = self._shared("zp_128", 128, np.uint8)  # symmetric range, stored as uint8 (VNNI's u8 x s8)
         q = g.op1(
             "QuantizeLinear", [rows, rows_scale, self._rows_zero_point(zp_128)], base + "/Quantize", axis=0
         )
+        return q, x_scale
+
+    def matmul_int8(self, q: str, w: np.ndarray, base: str) -> str:
+        """``q`` (from ``quantize_rows``) times ``w`` ``[N, K]`` in int8, one scale per output channel:
+        ``[s, N]`` float, still to be multiplied by the rows' scales (``rescale_rows``)."""
+        g = self.g
+        scale = np.maximum(np.abs(w).max(axis=1), 1e-12) / 127.0  # [N]
+        wq = np.clip(np.round(w / scale[:, None]), -127, 127).astype(np.int8).T.copy()  # [K, N]
         inputs = [
             q,
             g.init(f"{base}.qweight", wq),
             self._shared("one_f", 1.0, np.float32),
             g.init(f"{base}.scales", scale.astype(np.float32)),
-            zp_128,
-        ]  # no bias here: the op adds it before the per-token rescale below
-        y = g.op1("MatMulIntegerToFloat", inputs, base + "/MatMulIntegerToFloat", domain=MS_DOMAIN)
-        out_shape = g.op1(
-            "Concat",
-            [
-                g.op1("Shape", [x], base + "/InShape", end=-1),
-                self._shared(f"dim_{n}", [n], np.int64),
-            ],
-            base + "/OutShape",
-            axis=0,
-        )
-        y = g.op1("Reshape", [y, out_shape], base + "/Unrows")  # [b, s, N]
+            self._shared("zp_128", 128, np.uint8),
+        ]  # no bias here: the op adds it before the per-token rescale
+        return g.op1("MatMulIntegerToFloat", inputs, base + "/MatMulIntegerToFloat", domain=MS_DOMAIN)
+
+    def rescale_rows(self, y: str, x_scale: str, b: np.ndarray | None, base: str) -> str:
+        """``[s, N]`` times the rows' ``[1, s, 1]`` scales (+ bias): ``[1, s, N]`` (the broadcast restores the
+        batch dimension, batch being 1)."""
+        g = self.g
         y = g.op1("Mul", [y, x_scale], base + "/RowRescale")
         if b is not None:
             y = g.op1("Add", [y, g.init(f"{base}.bias", b.astype(np.float32))], base + "/Add")
@@ -623,6 +626,27 @@ class _Writer:
         out = g.op1("Transpose", [out], f"{p}/attn/OutT", perm=[2, 0, 1, 3])  # [s, kv, grp, d]
         return g.op1("Reshape", [out, self._shared("out_shape", [1, -1, h * d], np.int64)], f"{p}/attn/Out")
 
+    def _mlp_w8a8(self, x: str, i: int) -> str:
+        """Layer ``i``'s MLP, ``down(silu(gate(x)) * up(x))``, in int8 (the prefill graph).
+
+        Gate and up are two products of one quantized ``x`` (a packed gate/up product would need a Split,
+        a copy of its whole output). Only gate's rows are rescaled before the SiLU: ``up``'s per-token
+        scale is a factor of each row of ``down``'s input, which ``down`` quantizes per token anyway, so
+        it is applied to ``down``'s per-token scales instead (a ``[1, s, 1]`` product, not ``[s, I]``).
+        """
+        g, n, p = self.g, layer_names(i), f"layers.{i}"
+        q, x_scale = self.quantize_rows(x, f"{p}.gate_up_proj")
+        gate = self.rescale_rows(
+            self.matmul_int8(q, self.fetch(n["gate"]), f"{p}.gate_proj"), x_scale, None, f"{p}.gate_proj"
+        )  # [1, s, I]
+        up = self.matmul_int8(q, self.fetch(n["up"]), f"{p}.up_proj")  # [s, I], rows not yet rescaled
+        act = g.op1("Mul", [gate, g.op1("Sigmoid", [gate], f"{p}/mlp/Sigmoid")], f"{p}/mlp/SiLU")
+        h = g.op1("Mul", [act, up], f"{p}/mlp/Mul")  # [1, s, I]: each row is the true one / x_scale
+        q_h, h_scale = self.quantize_rows(h, f"{p}.down_proj")
+        y = self.matmul_int8(q_h, self.fetch(n["down"]), f"{p}.down_proj")
+        scale = g.op1("Mul", [h_scale, x_scale], f"{p}/mlp/DownScale")  # [1, s, 1]
+        return self.rescale_rows(y, scale, None, f"{p}.down_proj")
+
     def _keep_rows(self, x: str, keep_from: str, base: str) -> str:
         """``x[:, keep_from:]``: the kept positions of ``[1, s, ...]``."""
         return self.g.op1(
@@ -705,20 +729,25 @@ class _Writer:
             self.g.nodes[-1].output[1] = ""
             self.g.nodes[-1].output[2] = ""
             normed, residual = outs[0], outs[3]
-            inter = cfg.intermediate_size
-            gate_up_w = np.concatenate([self.fetch(n["gate"]), self.fetch(n["up"])], axis=0)  # [2I, hidden]
-            gate_up = self.linear_fast(normed, gate_up_w, None, f"{p}.gate_up_proj", self.precision)
-            gate, up = g.op(
-                "Split", [gate_up, g.const("split", [inter, inter])], f"{p}/mlp/Split", n_out=2, axis=-1
-            )
-            act = g.op1("Mul", [gate, g.op1("Sigmoid", [gate], f"{p}/mlp/Sigmoid")], f"{p}/mlp/SiLU")
-            hidden = self.linear_fast(
-                g.op1("Mul", [act, up], f"{p}/mlp/Mul"),
-                self.fetch(n["down"]),
-                None,
-                f"{p}.down_proj",
-                self.precision,
-            )
+            if self.precision == "w8a8":
+                hidden = self._mlp_w8a8(normed, i)
+            else:
+                inter = cfg.intermediate_size
+                gate_up_w = np.concatenate(
+                    [self.fetch(n["gate"]), self.fetch(n["up"])], axis=0
+                )  # [2I, hidden]
+                gate_up = self.linear_fast(normed, gate_up_w, None, f"{p}.gate_up_proj", self.precision)
+                gate, up = g.op(
+                    "Split", [gate_up, g.const("split", [inter, inter])], f"{p}/mlp/Split", n_out=2, axis=-1
+                )
+                act = g.op1("Mul", [gate, g.op1("Sigmoid", [gate], f"{p}/mlp/Sigmoid")], f"{p}/mlp/SiLU")
+                hidden = self.linear_fast(
+                    g.op1("Mul", [act, up], f"{p}/mlp/Mul"),
+                    self.fetch(n["down"]),
+                    None,
+                    f"{p}.down_proj",
+                    self.precision,
+                )
             self._tick(f"layer {i + 1}/{cfg.num_layers}")
         if not prune_last:
             hidden = self._keep_rows(hidden, keep_from, "keep/h")

@@ -171,7 +171,7 @@ def test_prefill_graph_runs_int8_matmuls_and_computes_what_its_weights_give(
 
     tiny_model_dir = tiny_plain_fit_dir  # its head's weights are what quantize_blockwise gives
     ops = [n.op_type for n in onnx.load(str(tiny_model_dir / "prefill.onnx")).graph.node]
-    assert ops.count("MatMulIntegerToFloat") == 2 * 4  # qkv, o, gate_up, down per layer
+    assert ops.count("MatMulIntegerToFloat") == 2 * 5  # qkv, o, gate, up, down per layer
     assert ops.count("MatMulNBits") == 0  # no head of its own: it feeds head.onnx, as the decode graph does
     got = _onnx_logits(tiny_model_dir, "prefill.onnx")
     want = _reference_logits(tiny_cfg, _as_quantized(tiny_cfg, tiny_weights, "w8a8", "int4"))

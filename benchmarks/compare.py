@@ -258,7 +258,10 @@ def write_markdown(path: Path, info: dict, rows: list[dict]) -> None:
         f"- Load average (1, 5, 15 min) at the start: {info['load_start']}; at the end: {info['load_end']}.",
     ]
     busy = [r for r in rows if r.get("other_cores", 0) > 0.25]
-    if busy or float(info["load_start"].split()[0]) > 0.5:
+    measured = [r["other_cores"] for r in rows if "other_cores" in r]
+    # The load average at the start also counts work that ended before the run; what other processes
+    # used while each runtime ran is measured, and that decides (the load average only without it).
+    if busy or (not measured and float(info["load_start"].split()[0]) > 0.5):
         lines.append(
             "- **Other work was running on this machine during the run** (it is shared); CPU used by other "
             "processes while each runtime ran: "
@@ -266,7 +269,10 @@ def write_markdown(path: Path, info: dict, rows: list[dict]) -> None:
             + f" of {m['cores']}. Expect the figures to be noisy and slower than on an idle machine."
         )
     else:
-        lines.append("- The machine was otherwise idle during the run.")
+        lines.append(
+            "- The machine was otherwise idle during the run"
+            + (f" (other processes used at most {max(measured):.2f} cores)." if measured else ".")
+        )
     lines += ["", "## Versions", ""]
     for name, value in info["versions"].items():
         lines.append(f"- {name}: {value}")

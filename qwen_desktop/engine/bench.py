@@ -199,23 +199,36 @@ def run_bench(
     load_total = time.perf_counter() - started - engine.warmup_seconds
     short = [{"role": "user", "content": SHORT_QUESTION}]
     long = [{"role": "user", "content": long_prompt(engine.tokenizer)}]
-    say("time to first token, short prompt")
-    ttft_short = [_ttft(engine, short) for _ in range(runs)]
-    say("time to first token, short prompt read ahead while typed")
-    ttft_typed = [_ttft_typed(engine, SHORT_QUESTION) for _ in range(runs)]
-    say("time to first token, long prompt")
-    ttft_long = [_ttft(engine, long) for _ in range(runs)]
-    say(f"decode speed over {decode_tokens} tokens")
-    decode = [_decode(engine, SHORT_QUESTION, decode_tokens, lookup=False) for _ in range(runs)]
-    say("prompt lookup on a code edit")
-    edit_plain = [_decode(engine, EDIT_PROMPT, decode_tokens, lookup=False) for _ in range(runs)]
-    edit_lookup = [_decode(engine, EDIT_PROMPT, decode_tokens, lookup=True) for _ in range(runs)]
-    say("multi-turn: turn 6")
-    turn6 = [_turn6(engine) for _ in range(runs)]
     # A conversation of LONG_CONTEXT tokens, or as many as the context holds beside the reply.
     target = min(LONG_CONTEXT, engine.context_limit - decode_tokens - 64)
-    say(f"decode speed after {target} tokens of conversation")
-    after_long = [_long_context_decode(engine, target, decode_tokens) for _ in range(runs)]
+    # Round by round, each figure once a round, medians over the rounds: on a shared machine a slow spell
+    # lasts a second or more, and then touches one run of several figures instead of every run of one
+    # (docs/engine.md, "Prompt timings have two modes").
+    ttft_short: list[tuple[float, int, int]] = []
+    ttft_typed: list[tuple[float, int]] = []
+    ttft_long: list[tuple[float, int, int]] = []
+    decode: list[float] = []
+    edit_plain: list[float] = []
+    edit_lookup: list[float] = []
+    turn6: list[tuple[float, int, int]] = []
+    after_long: list[tuple[float, int]] = []
+    for r in range(runs):
+        tag = f"round {r + 1} of {runs}: " if runs > 1 else ""
+        say(tag + "time to first token, short prompt")
+        ttft_short.append(_ttft(engine, short))
+        say(tag + "time to first token, short prompt read ahead while typed")
+        ttft_typed.append(_ttft_typed(engine, SHORT_QUESTION))
+        say(tag + "time to first token, long prompt")
+        ttft_long.append(_ttft(engine, long))
+        say(tag + f"decode speed over {decode_tokens} tokens")
+        decode.append(_decode(engine, SHORT_QUESTION, decode_tokens, lookup=False))
+        say(tag + "prompt lookup on a code edit")
+        edit_plain.append(_decode(engine, EDIT_PROMPT, decode_tokens, lookup=False))
+        edit_lookup.append(_decode(engine, EDIT_PROMPT, decode_tokens, lookup=True))
+        say(tag + "multi-turn: turn 6")
+        turn6.append(_turn6(engine))
+        say(tag + f"decode speed after {target} tokens of conversation")
+        after_long.append(_long_context_decode(engine, target, decode_tokens))
     long_s = statistics.median(t for t, _, _ in ttft_long)
     long_tokens = ttft_long[0][1]
     return BenchResult(

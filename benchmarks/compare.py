@@ -248,7 +248,8 @@ def write_markdown(path: Path, info: dict, rows: list[dict]) -> None:
         "# Benchmarks: our engine beside the peer runtimes",
         "",
         f"Written by `benchmarks/compare.py` on {info['date']} (one run, every runtime measured in it). "
-        f"Median of {info['runs']} runs, {info['threads']} threads, greedy, the same token ids for every runtime.",
+        f"Median of {info['runs']} runs, {info['threads']} threads, greedy, the same token ids for every runtime. "
+        "Each runtime measures in rounds, every figure once a round.",
         "",
         "## Machine",
         "",

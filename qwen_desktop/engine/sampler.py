@@ -9,8 +9,10 @@ import numpy as np
 Sampler = Callable[[np.ndarray], int]
 LogitsProcessor = Callable[[np.ndarray, Sequence[int]], np.ndarray]
 
-# With top_k = 0 the candidates are every token whose probability is at least this fraction of the best
-# one's: the rest cannot change a sample in practice and sorting 150k logits per token would be slow.
+# Tokens whose probability is below this fraction of the best one's are never candidates: they cannot
+# change a sample in practice (20 of them, top-k's usual size, add up to 2e-6), and leaving them out
+# first means the partition and sort below work on tens of logits instead of the vocabulary's 150k
+# (1.5 ms -> ~0.1 ms a token for top-k 20, docs/engine.md).
 NEGLIGIBLE = 1e-7
 
 
@@ -22,13 +24,16 @@ def candidate_set(
     logits: np.ndarray, temperature: float, top_k: int, top_p: float, min_p: float
 ) -> tuple[np.ndarray, np.ndarray]:
     """Token ids allowed by top-k, min-p and top-p, best first, with their renormalised probabilities."""
-    scaled = logits.astype(np.float64) / temperature
-    if 0 < top_k < scaled.size:
-        ids = np.argpartition(-scaled, top_k - 1)[:top_k]
-    else:
-        ids = np.nonzero(scaled >= scaled.max() + np.log(NEGLIGIBLE))[0]
-    ids = ids[np.argsort(-scaled[ids], kind="stable")]
-    probs = np.exp(scaled[ids] - scaled[ids[0]])
+    # One pass over the vocabulary in the logits' own precision: exp(l / T - best / T) >= NEGLIGIBLE.
+    floor = float(logits.max()) + temperature * float(np.log(NEGLIGIBLE))
+    ids = np.flatnonzero(logits >= floor)
+    scaled = logits[ids].astype(np.float64) / temperature
+    if 0 < top_k < ids.size:
+        keep = np.argpartition(-scaled, top_k - 1)[:top_k]
+        ids, scaled = ids[keep], scaled[keep]
+    order = np.argsort(-scaled, kind="stable")
+    ids, scaled = ids[order], scaled[order]
+    probs = np.exp(scaled - scaled[0])
     probs /= probs.sum()
     if min_p > 0.0:
         n = int(np.count_nonzero(probs >= min_p * probs[0]))

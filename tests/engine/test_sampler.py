@@ -42,6 +42,41 @@ def test_min_p_drops_tokens_far_below_the_best():
     assert list(ids) == [0, 1, 2]
 
 
+def _exact_candidates(logits, temperature, top_k, top_p, min_p):
+    """top-k, min-p and top-p by the book: a full sort of the whole vocabulary in float64."""
+    scaled = logits.astype(np.float64) / temperature
+    order = np.argsort(-scaled, kind="stable")
+    if top_k:
+        order = order[:top_k]
+    probs = np.exp(scaled[order] - scaled[order[0]])
+    probs /= probs.sum()
+    if min_p:
+        order, probs = order[probs >= min_p * probs[0]], probs[probs >= min_p * probs[0]]
+    if top_p < 1.0:
+        n = int(np.searchsorted(np.cumsum(probs), top_p * probs.sum() - 1e-12) + 1)
+        order, probs = order[:n], probs[:n]
+    return order, probs / probs.sum()
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_candidates_over_a_whole_vocabulary_are_the_exact_ones_but_for_negligible_tokens(seed):
+    """The candidate set looks only at tokens within NEGLIGIBLE (1e-7) of the best, which keeps it fast on
+    a 152k vocabulary; against a full sort it may only lack tokens that improbable."""
+    rng = np.random.default_rng(seed)
+    logits = (rng.standard_normal(151936) * rng.uniform(1, 4)).astype(np.float32)
+    logits[rng.integers(0, 151936, 30)] += rng.uniform(5, 25)  # a few likely tokens, as real logits have
+    for temperature, top_k, top_p, min_p in [(0.7, 20, 0.8, 0.0), (1.0, 40, 0.95, 0.05), (1.5, 0, 1.0, 0.0)]:
+        ids, probs = candidate_set(logits, temperature, top_k, top_p, min_p)
+        want_ids, want_probs = _exact_candidates(logits, temperature, top_k, top_p, min_p)
+        n = len(ids)
+        assert list(ids) == list(want_ids[:n])
+        assert probs == pytest.approx(want_probs[:n] / want_probs[:n].sum(), rel=1e-9)
+        rest = want_probs[n:]  # what was left out is negligible next to the best token
+        assert rest.size == 0 or rest.max() < 1e-7 * want_probs[0] * 1.0001
+        if top_k:  # (with top_k 0 the same floor has always bounded the candidates)
+            assert rest.sum() < top_k * 1e-7
+
+
 def test_full_distribution_is_sampled_in_proportion():
     s = make_sampler(1.0, seed=3)
     counts = np.bincount([s(LOGITS) for _ in range(20000)], minlength=7) / 20000

@@ -166,6 +166,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         (f"TTFT long ({r.long_prompt_tokens} tokens)", f"{r.ttft_long_s * 1000:.0f} ms"),
         ("prefill", f"{r.prefill_tps:.0f} tokens/s"),
         (f"decode ({r.decode_tokens} tokens)", f"{r.decode_tps:.1f} tokens/s"),
+        ("decode, the app's sampling settings", f"{r.sampled_decode_tps:.1f} tokens/s"),
         (
             f"turn 6 TTFT ({r.turn6_prompt_tokens} tokens, {r.turn6_reused_tokens} reused)",
             f"{r.turn6_ttft_s * 1000:.0f} ms",

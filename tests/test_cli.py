@@ -108,6 +108,7 @@ def test_bench_json_reports_every_figure(tiny_model_dir):
         "ttft_typed_s",
         "ttft_long_s",
         "decode_tps",
+        "sampled_decode_tps",
         "turn6_ttft_s",
         "peak_rss_mb",
         "prefill_tps",

@@ -10,7 +10,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -90,6 +90,7 @@ class BenchResult:
     turn6_ttft_s: float
     turn6_prompt_tokens: int
     turn6_reused_tokens: int
+    sampled_decode_tps: float  # the app's default sampling (SamplingParams()), prompt lookup on, as the app
     lookup_decode_tps: float
     plain_edit_decode_tps: float
     long_context_decode_tps: float  # decode right after a prompt of long_context_tokens (a long chat)
@@ -129,11 +130,15 @@ def _decode(engine: ChatEngine, prompt: str, n: int, lookup: bool) -> float:
     return _decode_ids(engine, engine.context.encode([{"role": "user", "content": prompt}]), n, lookup)
 
 
-def _decode_ids(engine: ChatEngine, ids: list[int], n: int, lookup: bool) -> float:
+def _decode_ids(
+    engine: ChatEngine, ids: list[int], n: int, lookup: bool, params: SamplingParams | None = None
+) -> float:
     """Decode tokens/s over ``n`` new tokens after the prompt ``ids``, from an empty cache, stop tokens
-    ignored so every run writes the same length."""
+    ignored so every run writes the same length; greedy unless ``params`` says otherwise."""
     engine.model.reset()
-    params = SamplingParams(temperature=0.0, top_k=0, top_p=1.0, repetition_penalty=1.0, max_tokens=n)
+    params = replace(
+        params or SamplingParams(temperature=0.0, top_k=0, top_p=1.0, repetition_penalty=1.0), max_tokens=n
+    )
     for ev in stream_generate(engine.model, engine.tokenizer, ids, params, stop_ids=(), prompt_lookup=lookup):
         if isinstance(ev, Finished):
             return ev.stats.decode_tps
@@ -208,6 +213,7 @@ def run_bench(
     ttft_typed: list[tuple[float, int]] = []
     ttft_long: list[tuple[float, int, int]] = []
     decode: list[float] = []
+    sampled: list[float] = []
     edit_plain: list[float] = []
     edit_lookup: list[float] = []
     turn6: list[tuple[float, int, int]] = []
@@ -222,6 +228,9 @@ def run_bench(
         ttft_long.append(_ttft(engine, long))
         say(tag + f"decode speed over {decode_tokens} tokens")
         decode.append(_decode(engine, SHORT_QUESTION, decode_tokens, lookup=False))
+        say(tag + "decode with the app's sampling settings")
+        ids = engine.context.encode(short)
+        sampled.append(_decode_ids(engine, ids, decode_tokens, lookup=True, params=SamplingParams(seed=r)))
         say(tag + "prompt lookup on a code edit")
         edit_plain.append(_decode(engine, EDIT_PROMPT, decode_tokens, lookup=False))
         edit_lookup.append(_decode(engine, EDIT_PROMPT, decode_tokens, lookup=True))
@@ -249,6 +258,7 @@ def run_bench(
         turn6_ttft_s=statistics.median(t for t, _, _ in turn6),
         turn6_prompt_tokens=turn6[0][1],
         turn6_reused_tokens=turn6[0][2],
+        sampled_decode_tps=statistics.median(sampled),
         lookup_decode_tps=statistics.median(edit_lookup),
         plain_edit_decode_tps=statistics.median(edit_plain),
         long_context_decode_tps=statistics.median(t for t, _ in after_long),

@@ -125,20 +125,13 @@ def _ttft_typed(engine: ChatEngine, question: str) -> tuple[float, int]:
     return seconds, reused
 
 
-def _decode(engine: ChatEngine, prompt: str, n: int, lookup: bool) -> float:
-    """Decode tokens/s over ``n`` new tokens after ``prompt``."""
-    return _decode_ids(engine, engine.context.encode([{"role": "user", "content": prompt}]), n, lookup)
-
-
 def _decode_ids(
     engine: ChatEngine, ids: list[int], n: int, lookup: bool, params: SamplingParams | None = None
 ) -> float:
     """Decode tokens/s over ``n`` new tokens after the prompt ``ids``, from an empty cache, stop tokens
     ignored so every run writes the same length; greedy unless ``params`` says otherwise."""
     engine.model.reset()
-    params = replace(
-        params or SamplingParams(temperature=0.0, top_k=0, top_p=1.0, repetition_penalty=1.0), max_tokens=n
-    )
+    params = replace(params or GREEDY, max_tokens=n)
     for ev in stream_generate(engine.model, engine.tokenizer, ids, params, stop_ids=(), prompt_lookup=lookup):
         if isinstance(ev, Finished):
             return ev.stats.decode_tps
@@ -204,6 +197,8 @@ def run_bench(
     load_total = time.perf_counter() - started - engine.warmup_seconds
     short = [{"role": "user", "content": SHORT_QUESTION}]
     long = [{"role": "user", "content": long_prompt(engine.tokenizer)}]
+    short_ids = engine.context.encode(short)
+    edit_ids = engine.context.encode([{"role": "user", "content": EDIT_PROMPT}])
     # A conversation of LONG_CONTEXT tokens, or as many as the context holds beside the reply.
     target = min(LONG_CONTEXT, engine.context_limit - decode_tokens - 64)
     # Round by round, each figure once a round, medians over the rounds: on a shared machine a slow spell
@@ -227,13 +222,14 @@ def run_bench(
         say(tag + "time to first token, long prompt")
         ttft_long.append(_ttft(engine, long))
         say(tag + f"decode speed over {decode_tokens} tokens")
-        decode.append(_decode(engine, SHORT_QUESTION, decode_tokens, lookup=False))
+        decode.append(_decode_ids(engine, short_ids, decode_tokens, lookup=False))
         say(tag + "decode with the app's sampling settings")
-        ids = engine.context.encode(short)
-        sampled.append(_decode_ids(engine, ids, decode_tokens, lookup=True, params=SamplingParams(seed=r)))
+        sampled.append(
+            _decode_ids(engine, short_ids, decode_tokens, lookup=True, params=SamplingParams(seed=r))
+        )
         say(tag + "prompt lookup on a code edit")
-        edit_plain.append(_decode(engine, EDIT_PROMPT, decode_tokens, lookup=False))
-        edit_lookup.append(_decode(engine, EDIT_PROMPT, decode_tokens, lookup=True))
+        edit_plain.append(_decode_ids(engine, edit_ids, decode_tokens, lookup=False))
+        edit_lookup.append(_decode_ids(engine, edit_ids, decode_tokens, lookup=True))
         say(tag + "multi-turn: turn 6")
         turn6.append(_turn6(engine))
         say(tag + f"decode speed after {target} tokens of conversation")

@@ -584,10 +584,8 @@ class _Writer:
         )[0]
         mask = run["mask"]
         if keep_from is not None:
+            q = self._keep_rows(q, keep_from, f"{p}/attn/KeepQ")  # [1, keep, h * d]
             end = self._shared("keep_end", [np.iinfo(np.int64).max], np.int64)
-            q = g.op1(
-                "Slice", [q, keep_from, end, self._shared("keep_axis_1", [1], np.int64)], f"{p}/attn/KeepQ"
-            )  # [1, keep, h * d]
             mask = g.op1(
                 "Slice",
                 [mask, keep_from, end, self._shared("keep_axis_0", [0], np.int64)],

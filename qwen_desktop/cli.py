@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, TextIO
 from qwen_desktop import __version__
 
 if TYPE_CHECKING:
-    from qwen_desktop.models.catalog import CatalogEntry
-    from qwen_desktop.models.download import DownloadProgress
+    from qwen_desktop.library.catalog import CatalogEntry
+    from qwen_desktop.library.download import DownloadProgress
 
 CATALOG_ENV = "QWEN_DESKTOP_CATALOG"
 
@@ -114,7 +114,7 @@ def _human_bytes(n: float) -> str:
 
 
 def cmd_build_model(args: argparse.Namespace) -> int:
-    from qwen_desktop.models.builder import build_model
+    from qwen_desktop.convert.builder import build_model
 
     bar = ProgressBar()
     try:
@@ -140,7 +140,7 @@ def cmd_build_model(args: argparse.Namespace) -> int:
 
 
 def cmd_make_tiny_model(args: argparse.Namespace) -> int:
-    from qwen_desktop.models.tiny import make_tiny_source
+    from qwen_desktop.convert.tiny import make_tiny_source
 
     out = make_tiny_source(Path(args.out), fmt=args.format, seed=args.seed)
     print(out)
@@ -149,7 +149,7 @@ def cmd_make_tiny_model(args: argparse.Namespace) -> int:
 
 def _models_dir(args: argparse.Namespace) -> Path:
     """``--dir``, else the folder chosen in the settings, else the default under the user data folder."""
-    from qwen_desktop.models.registry import default_models_dir
+    from qwen_desktop.library.registry import default_models_dir
     from qwen_desktop.storage.settings import load_settings
 
     if args.dir:
@@ -158,14 +158,14 @@ def _models_dir(args: argparse.Namespace) -> Path:
 
 
 def _catalog(args: argparse.Namespace) -> list[CatalogEntry]:
-    from qwen_desktop.models.catalog import load_catalog
+    from qwen_desktop.library.catalog import load_catalog
 
     path = args.catalog or os.environ.get(CATALOG_ENV)
     return load_catalog(Path(path) if path else None)
 
 
 def cmd_models(args: argparse.Namespace) -> int:
-    from qwen_desktop.models.registry import Registry
+    from qwen_desktop.library.registry import Registry
 
     folder = _models_dir(args)
     registry = Registry(folder)
@@ -210,8 +210,8 @@ def cmd_download(args: argparse.Namespace) -> int:
     import signal
     import threading
 
-    from qwen_desktop.models.download import DownloadCancelledError
-    from qwen_desktop.models.registry import DOWNLOADS, Registry
+    from qwen_desktop.library.download import DownloadCancelledError
+    from qwen_desktop.library.registry import DOWNLOADS, Registry
 
     folder = _models_dir(args)
     registry = Registry(folder)
@@ -260,7 +260,7 @@ def cmd_download(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from qwen_desktop.models.registry import Registry
+    from qwen_desktop.library.registry import Registry
 
     bar = ProgressBar()
     try:
@@ -355,7 +355,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from qwen_desktop.ui.app import run_app
 
         return run_app()
-    from qwen_desktop.models.errors import ModelError
+    from qwen_desktop.engine.errors import ModelError
 
     try:
         return int(args.func(args))

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from qwen_desktop.models.errors import ModelError
+from qwen_desktop.engine.errors import ModelError
 
 
 def _resolve_model(arg: str | None) -> Path:
@@ -25,7 +25,7 @@ def _resolve_model(arg: str | None) -> Path:
     if settings.model_path:
         return Path(settings.model_path)
     try:
-        from qwen_desktop.models import registry
+        from qwen_desktop.library import registry
 
         default = registry.get_default(registry.default_models_dir(settings.models_dir))
         if default is not None:

@@ -201,7 +201,7 @@ class EngineWorker(QObject):
     def load(self, folder: str, threads: int, context_limit: int) -> None:
         """Load and warm up the model in ``folder`` (replacing any loaded one)."""
         from qwen_desktop.engine.chat import ChatEngine
-        from qwen_desktop.models.errors import ModelError
+        from qwen_desktop.engine.errors import ModelError
 
         self.engine = None
         try:
@@ -326,8 +326,8 @@ class EngineWorker(QObject):
     @Slot(str, str)
     def import_model(self, source: str, models_dir: str) -> None:
         """Build or copy a GGUF file / Hugging Face folder into ``models_dir`` through the registry."""
-        from qwen_desktop.models.errors import ModelError
-        from qwen_desktop.models.registry import Registry
+        from qwen_desktop.engine.errors import ModelError
+        from qwen_desktop.library.registry import Registry
 
         try:
             model = Registry(Path(models_dir)).import_model(

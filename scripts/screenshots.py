@@ -63,7 +63,7 @@ def start_xvfb() -> subprocess.Popen[bytes] | None:
 
 def model_folder() -> tuple[Path, str]:
     """The model to show: the real one (built once) or a tiny random one."""
-    from qwen_desktop.models.builder import build_model
+    from qwen_desktop.convert.builder import build_model
 
     if REAL_GGUF.is_file():
         folder = CACHE / "qwen2.5-coder-0.5b-int4"
@@ -72,7 +72,7 @@ def model_folder() -> tuple[Path, str]:
             CACHE.mkdir(parents=True, exist_ok=True)
             build_model(REAL_GGUF, folder)
         return folder, "real"
-    from qwen_desktop.models.tiny import make_tokenizer, make_weights, tiny_config, write_gguf
+    from qwen_desktop.convert.tiny import make_tokenizer, make_weights, tiny_config, write_gguf
 
     tmp = Path(tempfile.mkdtemp(prefix="qwen-tiny-"))
     tok = make_tokenizer()

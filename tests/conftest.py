@@ -34,35 +34,35 @@ def real_gguf() -> Path:
 
 @pytest.fixture(scope="session")
 def tiny_tokenizer():
-    from qwen_desktop.models.tiny import make_tokenizer
+    from qwen_desktop.convert.tiny import make_tokenizer
 
     return make_tokenizer()
 
 
 @pytest.fixture(scope="session")
 def tiny_cfg(tiny_tokenizer):
-    from qwen_desktop.models.tiny import tiny_config
+    from qwen_desktop.convert.tiny import tiny_config
 
     return tiny_config(len(tiny_tokenizer[0]))
 
 
 @pytest.fixture(scope="session")
 def tiny_weights(tiny_cfg):
-    from qwen_desktop.models.tiny import make_weights
+    from qwen_desktop.convert.tiny import make_weights
 
     return make_weights(tiny_cfg, seed=0)
 
 
 @pytest.fixture(scope="session")
 def tiny_gguf(tmp_path_factory, tiny_cfg, tiny_weights, tiny_tokenizer) -> Path:
-    from qwen_desktop.models.tiny import write_gguf
+    from qwen_desktop.convert.tiny import write_gguf
 
     return write_gguf(tmp_path_factory.mktemp("gguf") / "tiny.gguf", tiny_cfg, tiny_weights, tiny_tokenizer)
 
 
 @pytest.fixture(scope="session")
 def tiny_hf(tmp_path_factory, tiny_cfg, tiny_weights, tiny_tokenizer) -> Path:
-    from qwen_desktop.models.tiny import write_hf_folder
+    from qwen_desktop.convert.tiny import write_hf_folder
 
     return write_hf_folder(tmp_path_factory.mktemp("hf") / "tiny-hf", tiny_cfg, tiny_weights, tiny_tokenizer)
 
@@ -70,7 +70,7 @@ def tiny_hf(tmp_path_factory, tiny_cfg, tiny_weights, tiny_tokenizer) -> Path:
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory, tiny_gguf) -> Path:
     """The default build (fast graph, int4 layers, int8 head) of the tiny GGUF model."""
-    from qwen_desktop.models.builder import build_model
+    from qwen_desktop.convert.builder import build_model
 
     return build_model(tiny_gguf, tmp_path_factory.mktemp("built") / "tiny-int4").folder
 
@@ -78,7 +78,7 @@ def tiny_model_dir(tmp_path_factory, tiny_gguf) -> Path:
 @pytest.fixture(scope="session")
 def tiny_plain_fit_dir(tmp_path_factory, tiny_gguf) -> Path:
     """The default build but with the plain 4-bit fit: its weights are what quantize_blockwise gives."""
-    from qwen_desktop.models.builder import build_model
+    from qwen_desktop.convert.builder import build_model
 
     return build_model(tiny_gguf, tmp_path_factory.mktemp("built") / "tiny-plain", fit="plain").folder
 
@@ -86,6 +86,6 @@ def tiny_plain_fit_dir(tmp_path_factory, tiny_gguf) -> Path:
 @pytest.fixture(scope="session")
 def tiny_fp32_dir(tmp_path_factory, tiny_gguf) -> Path:
     """An fp32 fast build: its logits match the numpy reference to 1e-4, so greedy output can be compared."""
-    from qwen_desktop.models.builder import build_model
+    from qwen_desktop.convert.builder import build_model
 
     return build_model(tiny_gguf, tmp_path_factory.mktemp("built") / "tiny-fp32", precision="fp32").folder

@@ -362,7 +362,7 @@ class _Handler(BaseHTTPRequestHandler):
 
 def serve_catalog(server: HubServer, source: Path) -> None:
     """Serve ``source`` (a tiny GGUF) under every GGUF entry of the packaged catalogue, at its real name."""
-    from qwen_desktop.models.catalog import load_catalog
+    from qwen_desktop.library.catalog import load_catalog
 
     data = source.read_bytes()
     for entry in load_catalog():
@@ -376,7 +376,7 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=8765)
     parser.add_argument("--rate", type=float, default=None, help="throttle file bodies to this many bytes/s")
     args = parser.parse_args()
-    from qwen_desktop.models.tiny import make_tiny_source
+    from qwen_desktop.convert.tiny import make_tiny_source
 
     with tempfile.TemporaryDirectory() as tmp:
         gguf = make_tiny_source(Path(tmp) / "tiny.gguf")

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from qwen_desktop.models.errors import ModelError
+from qwen_desktop.engine.errors import ModelError
 
 HUB_GRAPH_CANDIDATES = (
     "model.onnx",
@@ -68,7 +68,7 @@ def load_model_files(folder: Path) -> ModelFiles:
 
 
 def _from_manifest(folder: Path) -> ModelFiles:
-    from qwen_desktop.models.manifest import read_manifest
+    from qwen_desktop.engine.manifest import read_manifest
 
     m = read_manifest(folder)
     try:
@@ -146,7 +146,7 @@ def _optional(folder: Path, name: object) -> Path | None:
 
 
 def _check_present(files: ModelFiles) -> None:
-    from qwen_desktop.models.manifest import KV_LAYOUTS
+    from qwen_desktop.engine.manifest import KV_LAYOUTS
 
     if files.style == "fast" and files.kv_layout not in KV_LAYOUTS:
         raise ModelError(f"{files.folder.name}: unknown KV cache layout '{files.kv_layout}'; please update")

@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
+from qwen_desktop.engine.errors import ModelError
 from qwen_desktop.engine.model_files import ModelFiles
-from qwen_desktop.models.errors import ModelError
 
 # How long the caller's ``alongside`` work waits after the session loaders have started, so that each is
 # inside ONNX Runtime (GIL released) before work that holds the GIL begins.

@@ -27,8 +27,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from qwen_desktop.models.catalog import CatalogEntry
-from qwen_desktop.models.download import (
+from qwen_desktop.engine.errors import ModelError
+from qwen_desktop.library.catalog import CatalogEntry
+from qwen_desktop.library.download import (
     OFFLINE_MESSAGE,
     ChecksumError,
     ConnectionLostError,
@@ -40,8 +41,7 @@ from qwen_desktop.models.download import (
     HubOfflineError,
     HubServerError,
 )
-from qwen_desktop.models.errors import ModelError
-from qwen_desktop.models.registry import InstalledModel, Registry
+from qwen_desktop.library.registry import InstalledModel, Registry
 from qwen_desktop.worker import emit
 
 PROGRESS_INTERVAL = 0.1  # seconds between progress signals: the registry reports every 64 KiB chunk

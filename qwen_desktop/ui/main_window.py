@@ -334,7 +334,7 @@ class MainWindow(QMainWindow):
         if self.settings.model_path:
             return Path(self.settings.model_path)
         try:
-            from qwen_desktop.models.registry import Registry
+            from qwen_desktop.library.registry import Registry
 
             default = Registry(paths.models_dir(self.settings.models_dir)).get_default()
         except Exception:  # a damaged models folder must not stop the window
@@ -800,7 +800,7 @@ class MainWindow(QMainWindow):
     def installed_models(self) -> list[tuple[str, str]]:
         """(label, folder) of the models in the models folder."""
         try:
-            from qwen_desktop.models.registry import Registry
+            from qwen_desktop.library.registry import Registry
 
             return [(m.display_name, str(m.folder)) for m in Registry(self.models_dir()).list_models()]
         except Exception:

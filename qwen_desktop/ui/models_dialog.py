@@ -33,10 +33,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from qwen_desktop.models.catalog import CatalogEntry, load_catalog
-from qwen_desktop.models.download import partial_bytes
-from qwen_desktop.models.errors import ModelError
-from qwen_desktop.models.registry import DOWNLOADS, InstalledModel, Registry, default_models_dir
+from qwen_desktop.engine.errors import ModelError
+from qwen_desktop.library.catalog import CatalogEntry, load_catalog
+from qwen_desktop.library.download import partial_bytes
+from qwen_desktop.library.registry import DOWNLOADS, InstalledModel, Registry, default_models_dir
 from qwen_desktop.storage.errors import StorageError
 from qwen_desktop.storage.settings import Settings, save_settings
 from qwen_desktop.ui.download_dialog import DownloadDialog, human_bytes

@@ -49,7 +49,7 @@ def test_real_tokenizer_streams_chinese_and_emoji_whole(real_tokenizer_json, tex
 
 @pytest.fixture(scope="module")
 def real_tokenizer_json(real_gguf, tmp_path_factory):
-    from qwen_desktop.models.gguf_reader import GGUFSource
+    from qwen_desktop.convert.gguf_reader import GGUFSource
 
     path = tmp_path_factory.mktemp("realtok") / "tokenizer.json"
     path.write_text(GGUFSource(real_gguf).tokenizer.tokenizer_json, encoding="utf-8")

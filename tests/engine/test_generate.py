@@ -7,6 +7,9 @@ import threading
 import numpy as np
 import pytest
 
+from qwen_desktop.convert.builder import build_model, open_source
+from qwen_desktop.convert.reference import ReferenceModel
+from qwen_desktop.convert.weights import load_all
 from qwen_desktop.engine.chat import ChatEngine
 from qwen_desktop.engine.generate import (
     GREEDY,
@@ -17,9 +20,6 @@ from qwen_desktop.engine.generate import (
     find_draft,
     stream_generate,
 )
-from qwen_desktop.models.builder import build_model, open_source
-from qwen_desktop.models.reference import ReferenceModel
-from qwen_desktop.models.weights import load_all
 
 
 def run(engine, prompt_ids, params=GREEDY, stop_ids=(), cancel=None, prompt_lookup=False, on_piece=None):
@@ -288,7 +288,7 @@ def test_threads_change_really_changes_the_session(tiny_model_dir):
 
 
 def test_missing_model_folder_is_a_clear_error(tmp_path):
-    from qwen_desktop.models.errors import ModelError
+    from qwen_desktop.engine.errors import ModelError
 
     with pytest.raises(ModelError, match="does not exist"):
         ChatEngine(tmp_path / "gone")
@@ -297,7 +297,7 @@ def test_missing_model_folder_is_a_clear_error(tmp_path):
 def test_corrupt_graph_is_a_clear_error(tmp_path, tiny_model_dir):
     import shutil
 
-    from qwen_desktop.models.errors import ModelError
+    from qwen_desktop.engine.errors import ModelError
 
     folder = tmp_path / "broken"
     shutil.copytree(tiny_model_dir, folder)
@@ -313,7 +313,7 @@ def test_damaged_tokenizer_is_a_clear_error_and_leaves_no_loader_running(tmp_pat
     import shutil
     import threading
 
-    from qwen_desktop.models.errors import ModelError
+    from qwen_desktop.engine.errors import ModelError
 
     folder = tmp_path / "badtok"
     shutil.copytree(tiny_model_dir, folder)

@@ -8,11 +8,11 @@ import shutil
 import numpy as np
 import pytest
 
+from qwen_desktop.convert.builder import build_model, open_source
+from qwen_desktop.convert.reference import ReferenceModel
+from qwen_desktop.convert.weights import load_all
 from qwen_desktop.engine.model_files import load_model_files
 from qwen_desktop.engine.session import PREFILL_MIN_TOKENS, OnnxModel
-from qwen_desktop.models.builder import build_model, open_source
-from qwen_desktop.models.reference import ReferenceModel
-from qwen_desktop.models.weights import load_all
 
 PROMPT = [5, 17, 100, 3, 250, 7, 9, 42, 64, 128, 11, 12, 13, 14, 15, 16, 200, 201, 202, 203]
 REPLY = [21, 22, 23, 24, 25]
@@ -134,7 +134,7 @@ def test_stale_optimized_copies_are_removed_when_a_new_one_is_made(tmp_path, tin
 def test_a_damaged_prefill_graph_is_a_clear_error_while_both_graphs_load_side_by_side(
     tmp_path, tiny_model_dir
 ):
-    from qwen_desktop.models.errors import ModelError
+    from qwen_desktop.engine.errors import ModelError
 
     folder = tmp_path / "m"
     shutil.copytree(tiny_model_dir, folder)
@@ -148,7 +148,7 @@ def test_a_damaged_prefill_graph_is_a_clear_error_while_both_graphs_load_side_by
 
 
 def test_one_head_graph_serves_both_decoder_graphs(tmp_path, tiny_model_dir):
-    from qwen_desktop.models.errors import ModelError
+    from qwen_desktop.engine.errors import ModelError
 
     files = load_model_files(tiny_model_dir)
     assert files.head_graph is not None and files.prefill_graph is not None

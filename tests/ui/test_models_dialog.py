@@ -15,9 +15,9 @@ import huggingface_hub
 import pytest
 from PySide6.QtWidgets import QAbstractButton, QFileDialog, QMessageBox, QTableWidget
 
-from qwen_desktop.models.catalog import find_entry, load_catalog
-from qwen_desktop.models.download import part_path
-from qwen_desktop.models.registry import DOWNLOADS, Registry
+from qwen_desktop.library.catalog import find_entry, load_catalog
+from qwen_desktop.library.download import part_path
+from qwen_desktop.library.registry import DOWNLOADS, Registry
 from qwen_desktop.storage import paths
 from qwen_desktop.storage.settings import Settings
 from qwen_desktop.ui.download_dialog import BAR_STEPS

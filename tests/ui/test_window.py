@@ -375,7 +375,7 @@ def test_ui_stays_responsive_during_a_256_token_answer(
 
 
 def test_first_model_from_the_models_page_is_used_at_once(make_window, home, tiny_gguf, qtbot, monkeypatch):
-    from qwen_desktop.models.registry import Registry
+    from qwen_desktop.library.registry import Registry
     from qwen_desktop.ui.models_dialog import ModelsDialog
 
     window = make_window(wait_ready=False)

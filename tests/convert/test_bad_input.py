@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from qwen_desktop.cli import main
-from qwen_desktop.models.tiny import write_gguf
+from qwen_desktop.convert.tiny import write_gguf
 
 
 def build(capsys, src, out, *extra) -> tuple[int, str]:

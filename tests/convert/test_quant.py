@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from qwen_desktop.models.quant import quantize_blockwise, quantize_gptq
+from qwen_desktop.convert.quant import quantize_blockwise, quantize_gptq
 
 
 @pytest.mark.parametrize("bits", [2, 4, 8])
@@ -140,7 +140,7 @@ def test_gptq_error_spread_matrix_is_the_cholesky_factor_of_the_inverse(k):
     """The fit spreads each column's error by U, the upper Cholesky factor of (XᵀX + damping)^-1. It is
     computed without a general inverse (by halves, any size, odd splits included); it must still be that
     factor, or the fit would push errors the wrong way."""
-    from qwen_desktop.models.quant import _inverse_cholesky_upper
+    from qwen_desktop.convert.quant import _inverse_cholesky_upper
 
     rng = np.random.default_rng(k)
     x = rng.standard_normal((2 * k, k)) * rng.uniform(0.1, 5.0, k)

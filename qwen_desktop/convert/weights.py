@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from qwen_desktop.models.errors import ModelError
+from qwen_desktop.engine.errors import ModelError
 
 SUPPORTED_ARCHITECTURES = ("qwen2",)
 

@@ -28,20 +28,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from qwen_desktop.models.catalog import CatalogEntry, find_entry, load_catalog
-from qwen_desktop.models.errors import ModelError, OutputError
-from qwen_desktop.models.manifest import read_manifest
+from qwen_desktop.engine.errors import ModelError, OutputError
+from qwen_desktop.engine.manifest import read_manifest
+from qwen_desktop.library.catalog import CatalogEntry, find_entry, load_catalog
 
 if TYPE_CHECKING:
     from types import ModuleType
 
-    from qwen_desktop.models.download import DownloadProgress, ProgressCallback, RetryPolicy
+    from qwen_desktop.library.download import DownloadProgress, ProgressCallback, RetryPolicy
 
 
 def _download() -> ModuleType:
     """The download module, imported on first use: it loads huggingface_hub and an HTTP stack (~0.5 s),
     which listing models or starting the app does not need."""
-    from qwen_desktop.models import download
+    from qwen_desktop.library import download
 
     return download
 
@@ -323,7 +323,7 @@ class Registry:
         progress: BuildProgress | None,
         cancel: threading.Event | None,
     ) -> InstalledModel:
-        from qwen_desktop.models.builder import build_model
+        from qwen_desktop.convert.builder import build_model
 
         staged = self._staging(name)
         try:
@@ -552,7 +552,7 @@ class Registry:
         try:
             shutil.copytree(path, staged, ignore=shutil.ignore_patterns(INSTALL_FILE, ".cache", ".git"))
             if graph is not None:
-                from qwen_desktop.models.builder import sha256_file
+                from qwen_desktop.convert.builder import sha256_file
 
                 source = [
                     {
@@ -638,8 +638,8 @@ def write_prebuilt_manifest(
         ModelError: the export's config.json or tokenizer.json is missing or unusable.
     """
     from qwen_desktop import __version__
-    from qwen_desktop.models.manifest import MANIFEST_FORMAT, MANIFEST_VERSION
-    from qwen_desktop.models.tokenizer_files import stop_ids_from_vocab
+    from qwen_desktop.convert.tokenizer_files import stop_ids_from_vocab
+    from qwen_desktop.engine.manifest import MANIFEST_FORMAT, MANIFEST_VERSION
 
     cfg = _read_json(folder / "config.json") or {}
     tcfg = _read_json(folder / "tokenizer_config.json") or {}

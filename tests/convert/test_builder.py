@@ -9,12 +9,12 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 
-from qwen_desktop.models.builder import build_model
-from qwen_desktop.models.manifest import read_manifest
-from qwen_desktop.models.onnx_writer import BLOCK_SIZE, fast_block_size
-from qwen_desktop.models.quant import quantize_blockwise
-from qwen_desktop.models.reference import ReferenceModel
-from qwen_desktop.models.weights import EMBED, LM_HEAD, layer_names
+from qwen_desktop.convert.builder import build_model
+from qwen_desktop.convert.onnx_writer import BLOCK_SIZE, fast_block_size
+from qwen_desktop.convert.quant import quantize_blockwise
+from qwen_desktop.convert.reference import ReferenceModel
+from qwen_desktop.convert.weights import EMBED, LM_HEAD, layer_names
+from qwen_desktop.engine.manifest import read_manifest
 from tests.onnx_steps import StepRunner
 
 PROMPT = [5, 17, 100, 3, 250, 7, 9, 42, 64, 128]
@@ -237,7 +237,7 @@ def test_int4_head_scores_its_best_tokens_exactly(tiny_plain_fit_dir, tiny_cfg, 
     include every token sampling could pick, get the exact blocks-of-32 score."""
     import onnxruntime as ort
 
-    from qwen_desktop.models.onnx_writer import HEAD_CANDIDATES
+    from qwen_desktop.convert.onnx_writer import HEAD_CANDIDATES
 
     head = ort.InferenceSession(str(tiny_plain_fit_dir / "head.onnx"), providers=["CPUExecutionProvider"])
     w = tiny_weights[EMBED if tiny_cfg.tie_word_embeddings else LM_HEAD]
@@ -258,7 +258,7 @@ def test_a_2bit_head_preview_still_scores_its_best_tokens_exactly(monkeypatch, t
     MatMulNBits reads 2-bit codes, and whose candidates still get the exact blocks-of-32 score."""
     import onnxruntime as ort
 
-    from qwen_desktop.models import onnx_writer
+    from qwen_desktop.convert import onnx_writer
 
     monkeypatch.setattr(onnx_writer, "HEAD_PREVIEW_BITS", 2)
     monkeypatch.setitem(onnx_writer.FAST_BLOCK_SIZES, "lm_head_preview", 128)
@@ -323,7 +323,7 @@ def test_the_last_layer_works_only_on_the_kept_positions_and_still_caches_every_
 
 
 def test_tied_embeddings_build_and_match(tmp_path, tiny_tokenizer):
-    from qwen_desktop.models.tiny import make_weights, tiny_config, write_hf_folder
+    from qwen_desktop.convert.tiny import make_weights, tiny_config, write_hf_folder
 
     cfg = tiny_config(len(tiny_tokenizer[0]), tie_word_embeddings=True)
     weights = make_weights(cfg, seed=3)
@@ -336,7 +336,7 @@ def test_tied_embeddings_build_and_match(tmp_path, tiny_tokenizer):
 
 
 def test_external_data_is_used_past_the_protobuf_limit(tmp_path, tiny_gguf, monkeypatch):
-    import qwen_desktop.models.builder as builder
+    import qwen_desktop.convert.builder as builder
 
     monkeypatch.setattr(builder, "PROTOBUF_LIMIT", 10_000)  # pretend the tiny model is a 7B one
     folder = build_model(tiny_gguf, tmp_path / "m", precision="fp32").folder
@@ -347,8 +347,8 @@ def test_external_data_is_used_past_the_protobuf_limit(tmp_path, tiny_gguf, monk
 
 
 def _weights_of(path):
-    from qwen_desktop.models.builder import open_source
-    from qwen_desktop.models.weights import load_all
+    from qwen_desktop.convert.builder import open_source
+    from qwen_desktop.convert.weights import load_all
 
     return load_all(open_source(path))
 
@@ -376,8 +376,8 @@ def test_progress_reports_every_layer(tmp_path, tiny_gguf):
 def test_the_folder_tokenizer_stores_merges_as_strings_and_tokenizes_as_the_source(tiny_model_dir, tiny_gguf):
     from tokenizers import Tokenizer
 
-    from qwen_desktop.models.builder import open_source
-    from qwen_desktop.models.tokenizer_files import with_string_merges
+    from qwen_desktop.convert.builder import open_source
+    from qwen_desktop.convert.tokenizer_files import with_string_merges
 
     source_json = open_source(tiny_gguf).tokenizer.tokenizer_json
     assert isinstance(json.loads(source_json)["model"]["merges"][0], list)
@@ -413,7 +413,7 @@ def test_default_build_fits_its_4bit_layers_to_the_calibration_text(
 def test_a_tokenizer_that_reads_too_little_of_the_calibration_text_gets_the_plain_fit(
     tmp_path, tiny_gguf, monkeypatch
 ):
-    import qwen_desktop.models.calibration as calibration
+    import qwen_desktop.convert.calibration as calibration
 
     monkeypatch.setattr(calibration, "calibration_text", lambda: "too short")
     result = build_model(tiny_gguf, tmp_path / "m", prefill="none")
@@ -423,7 +423,7 @@ def test_a_tokenizer_that_reads_too_little_of_the_calibration_text_gets_the_plai
 
 
 def test_an_unknown_fit_is_refused_before_anything_is_written(tmp_path, tiny_gguf):
-    from qwen_desktop.models.errors import ModelError
+    from qwen_desktop.engine.errors import ModelError
 
     with pytest.raises(ModelError, match="unknown weight fit 'awq'"):
         build_model(tiny_gguf, tmp_path / "m", fit="awq")

@@ -23,17 +23,7 @@ from typing import Any
 import numpy as np
 
 from qwen_desktop import __version__
-from qwen_desktop.models.errors import ModelError, OutputError
-from qwen_desktop.models.manifest import (
-    HEAD_FILE,
-    MANIFEST,
-    MANIFEST_FORMAT,
-    MANIFEST_VERSION,
-    MODEL_FILE,
-    PREFILL_FILE,
-    TOKENIZER_FILE,
-)
-from qwen_desktop.models.onnx_writer import (
+from qwen_desktop.convert.onnx_writer import (
     BLOCK_SIZE,
     FAST_BLOCK_SIZES,
     HEAD_CANDIDATES,
@@ -44,8 +34,18 @@ from qwen_desktop.models.onnx_writer import (
     build_head_graph,
     fast_block_size,
 )
-from qwen_desktop.models.tokenizer_files import with_string_merges
-from qwen_desktop.models.weights import WeightSource, check_tensors
+from qwen_desktop.convert.tokenizer_files import with_string_merges
+from qwen_desktop.convert.weights import WeightSource, check_tensors
+from qwen_desktop.engine.errors import ModelError, OutputError
+from qwen_desktop.engine.manifest import (
+    HEAD_FILE,
+    MANIFEST,
+    MANIFEST_FORMAT,
+    MANIFEST_VERSION,
+    MODEL_FILE,
+    PREFILL_FILE,
+    TOKENIZER_FILE,
+)
 
 PROTOBUF_LIMIT = 2_000_000_000  # one protobuf message cannot pass 2 GiB; leave headroom for the graph itself
 
@@ -74,8 +74,8 @@ FITS = ("gptq", "plain")
 
 def open_source(path: Path) -> WeightSource:
     """Open a GGUF file or a Hugging Face folder, whichever ``path`` is."""
-    from qwen_desktop.models.gguf_reader import GGUFSource
-    from qwen_desktop.models.hf_reader import HFFolderSource
+    from qwen_desktop.convert.gguf_reader import GGUFSource
+    from qwen_desktop.convert.hf_reader import HFFolderSource
 
     path = Path(path)
     if path.is_dir():
@@ -332,7 +332,7 @@ def _write_folder(
 
 def _calibration(source: WeightSource, progress: Progress | None) -> dict[str, np.ndarray] | None:
     """The calibration text's activations at every linear layer, or None where the text does not tokenize."""
-    from qwen_desktop.models.calibration import MIN_TOKENS, calibration_ids, layer_inputs
+    from qwen_desktop.convert.calibration import MIN_TOKENS, calibration_ids, layer_inputs
 
     ids = calibration_ids(source.tokenizer.tokenizer_json, source.config)
     if len(ids) < MIN_TOKENS:

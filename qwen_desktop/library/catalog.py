@@ -14,7 +14,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from qwen_desktop.models.errors import ModelError
+from qwen_desktop.engine.errors import ModelError
 
 CATALOG_FORMAT = "qwen-desktop-catalog"
 CATALOG_VERSION = 1

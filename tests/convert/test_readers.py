@@ -7,10 +7,10 @@ import pytest
 from gguf import GGMLQuantizationType as T
 from gguf import quants
 
-from qwen_desktop.models.builder import open_source
-from qwen_desktop.models.gguf_reader import GGUFSource, hf_name
-from qwen_desktop.models.tiny import write_gguf, write_hf_folder
-from qwen_desktop.models.weights import EMBED, LM_HEAD, load_all
+from qwen_desktop.convert.builder import open_source
+from qwen_desktop.convert.gguf_reader import GGUFSource, hf_name
+from qwen_desktop.convert.tiny import write_gguf, write_hf_folder
+from qwen_desktop.convert.weights import EMBED, LM_HEAD, load_all
 
 
 def test_gguf_and_hf_folders_read_the_same_model(tiny_gguf, tiny_hf, tiny_weights):
@@ -54,7 +54,7 @@ def _k_quant_bytes(rows: int, cols: int, qtype: T, seed: int) -> np.ndarray:
 
 @pytest.mark.parametrize("kind", [T.Q4_K, T.Q5_K, T.Q6_K])
 def test_gguf_k_quant_types_are_read(tmp_path, tiny_tokenizer, kind):
-    from qwen_desktop.models.tiny import make_weights, tiny_config
+    from qwen_desktop.convert.tiny import make_weights, tiny_config
 
     cfg = tiny_config(
         len(tiny_tokenizer[0]), hidden_size=256, intermediate_size=256, num_heads=4, num_kv_heads=2

@@ -11,7 +11,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from qwen_desktop.models.errors import ModelError
+from qwen_desktop.engine.errors import ModelError
 
 # GGUF token types (llama.cpp's llama_token_type).
 TOKEN_NORMAL = 1

@@ -15,14 +15,14 @@ from typing import Any
 
 import numpy as np
 
-from qwen_desktop.models.tokenizer_files import (
+from qwen_desktop.convert.tokenizer_files import (
     TOKEN_CONTROL,
     TOKEN_NORMAL,
     TOKEN_UNUSED,
     TOKEN_USER_DEFINED,
     build_tokenizer_json,
 )
-from qwen_desktop.models.weights import LM_HEAD, QwenConfig, expected_shapes
+from qwen_desktop.convert.weights import LM_HEAD, QwenConfig, expected_shapes
 
 CHATML_TEMPLATE = (
     "{%- for message in messages %}"
@@ -75,7 +75,7 @@ def make_tokenizer(vocab_size: int = 320) -> tuple[list[str], list[int], list[st
     """Train a small byte-level BPE with Qwen2's pre-tokenizer. Returns (tokens, token types, merges)."""
     from tokenizers import Regex, Tokenizer, models, pre_tokenizers, trainers
 
-    from qwen_desktop.models.tokenizer_files import QWEN2_SPLIT_PATTERN
+    from qwen_desktop.convert.tokenizer_files import QWEN2_SPLIT_PATTERN
 
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.Sequence(

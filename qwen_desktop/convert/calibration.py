@@ -13,8 +13,8 @@ from importlib import resources
 
 import numpy as np
 
-from qwen_desktop.models.reference import ReferenceModel
-from qwen_desktop.models.weights import QwenConfig
+from qwen_desktop.convert.reference import ReferenceModel
+from qwen_desktop.convert.weights import QwenConfig
 
 # Fewer usable tokens than this (a tiny test tokenizer, a vocabulary that drops most of the text) and the
 # inputs say too little about the layers: the builder falls back to the plain fit.

@@ -8,9 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from qwen_desktop.models.errors import ModelError, UnsupportedModelError
-from qwen_desktop.models.tokenizer_files import build_tokenizer_json, stop_ids_from_vocab
-from qwen_desktop.models.weights import (
+from qwen_desktop.convert.tokenizer_files import build_tokenizer_json, stop_ids_from_vocab
+from qwen_desktop.convert.weights import (
     EMBED,
     FINAL_NORM,
     LM_HEAD,
@@ -18,6 +17,7 @@ from qwen_desktop.models.weights import (
     QwenConfig,
     TokenizerInfo,
 )
+from qwen_desktop.engine.errors import ModelError, UnsupportedModelError
 
 GGUF_MAGIC = b"GGUF"
 

@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from qwen_desktop.models.errors import ModelError
+from qwen_desktop.engine.errors import ModelError
 
 MANIFEST = "manifest.json"
 MODEL_FILE = "model.onnx"

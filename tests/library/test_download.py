@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 import huggingface_hub
 import pytest
 
-from qwen_desktop.models.download import (
+from qwen_desktop.library.download import (
     OFFLINE_MESSAGE,
     ChecksumError,
     ConnectionLostError,

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from tokenizers import Tokenizer
 
-from qwen_desktop.models.builder import build_model
-from qwen_desktop.models.manifest import read_manifest
+from qwen_desktop.convert.builder import build_model
+from qwen_desktop.engine.manifest import read_manifest
 from tests.onnx_steps import StepRunner
 
 pytestmark = [pytest.mark.real_model, pytest.mark.slow]

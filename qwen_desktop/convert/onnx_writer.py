@@ -36,9 +36,9 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from qwen_desktop.models.manifest import KV_LAYOUTS
-from qwen_desktop.models.quant import BlockQuantized, quantize_blockwise, quantize_gptq
-from qwen_desktop.models.weights import EMBED, FINAL_NORM, LM_HEAD, QwenConfig, layer_names
+from qwen_desktop.convert.quant import BlockQuantized, quantize_blockwise, quantize_gptq
+from qwen_desktop.convert.weights import EMBED, FINAL_NORM, LM_HEAD, QwenConfig, layer_names
+from qwen_desktop.engine.manifest import KV_LAYOUTS
 
 STYLES = ("fast", "plain")
 PRECISIONS = ("int4", "int8", "w8a8", "fp32")

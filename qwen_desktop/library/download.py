@@ -37,7 +37,7 @@ from huggingface_hub.errors import HfHubHTTPError, OfflineModeIsEnabled
 # Exported by huggingface_hub.utils through a lazy __getattr__, which mypy cannot see.
 from huggingface_hub.utils import build_hf_headers, hf_raise_for_status  # type: ignore[attr-defined]
 
-from qwen_desktop.models.errors import ModelError
+from qwen_desktop.engine.errors import ModelError
 
 OFFLINE_MESSAGE = (
     "The Hugging Face hub cannot be reached. Check your connection, or import a model file you already have "

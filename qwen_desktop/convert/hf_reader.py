@@ -13,9 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from qwen_desktop.models.errors import ModelError, UnsupportedModelError
-from qwen_desktop.models.tokenizer_files import stop_ids_from_vocab
-from qwen_desktop.models.weights import LM_HEAD, SUPPORTED_ARCHITECTURES, QwenConfig, TokenizerInfo
+from qwen_desktop.convert.tokenizer_files import stop_ids_from_vocab
+from qwen_desktop.convert.weights import LM_HEAD, SUPPORTED_ARCHITECTURES, QwenConfig, TokenizerInfo
+from qwen_desktop.engine.errors import ModelError, UnsupportedModelError
 
 _DTYPES: dict[str, np.dtype[Any]] = {
     "F32": np.dtype("<f4"),

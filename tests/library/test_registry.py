@@ -23,21 +23,21 @@ import pytest
 
 import qwen_desktop
 from qwen_desktop.cli import main
+from qwen_desktop.convert.builder import build_model
 from qwen_desktop.engine.chat import ChatEngine
+from qwen_desktop.engine.errors import ModelError
 from qwen_desktop.engine.generate import GREEDY, SamplingParams
-from qwen_desktop.models import registry
-from qwen_desktop.models.builder import build_model
-from qwen_desktop.models.catalog import find_entry, load_catalog
-from qwen_desktop.models.download import (
+from qwen_desktop.engine.manifest import read_manifest
+from qwen_desktop.library import registry
+from qwen_desktop.library.catalog import find_entry, load_catalog
+from qwen_desktop.library.download import (
     OFFLINE_MESSAGE,
     ChecksumError,
     DownloadCancelledError,
     RetryPolicy,
     part_path,
 )
-from qwen_desktop.models.errors import ModelError
-from qwen_desktop.models.manifest import read_manifest
-from qwen_desktop.models.registry import DOWNLOADS, INSTALL_FILE, REGISTRY_FILE, STAGING, Registry
+from qwen_desktop.library.registry import DOWNLOADS, INSTALL_FILE, REGISTRY_FILE, STAGING, Registry
 from tests.hubserver import HubServer, serve_catalog
 
 NAME = "qwen2.5-0.5b-instruct"

@@ -91,11 +91,14 @@ def _answer(engine: Any, messages: list[dict[str, str]], params: Any, stats: boo
 
 def cmd_chat(args: argparse.Namespace) -> int:
     from qwen_desktop.engine.chat import ChatEngine
+    from qwen_desktop.storage.paths import ort_cache_dir
 
     folder = _resolve_model(args.model)
     one_shot = args.prompt is not None
     say = None if one_shot else (lambda msg: print(msg, file=sys.stderr))
-    engine = ChatEngine(folder, threads=args.threads, context_limit=args.context, progress=say)
+    engine = ChatEngine(
+        folder, threads=args.threads, context_limit=args.context, progress=say, cache_root=ort_cache_dir()
+    )
     params = _params(args)
     system = {"role": "system", "content": args.system}
     if one_shot:
@@ -132,6 +135,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
 
 def cmd_bench(args: argparse.Namespace) -> int:
     from qwen_desktop.engine.bench import fastest, run_bench, sweep_threads
+    from qwen_desktop.storage.paths import ort_cache_dir
 
     folder = _resolve_model(args.model)
     say = (lambda m: print(f"... {m}", file=sys.stderr)) if not args.json else None
@@ -149,7 +153,14 @@ def cmd_bench(args: argparse.Namespace) -> int:
                     f"{n} thread{'s' if n > 1 else ' '}: {tps:6.1f} tokens/s{'   <- fastest' if n == best else ''}"
                 )
         return 0
-    r = run_bench(folder, threads=args.threads, runs=args.runs, decode_tokens=args.decode_tokens, say=say)
+    r = run_bench(
+        folder,
+        threads=args.threads,
+        runs=args.runs,
+        decode_tokens=args.decode_tokens,
+        say=say,
+        cache_root=ort_cache_dir(),
+    )
     if args.json:
         print(json.dumps(r.to_dict(), indent=2))
         return 0

@@ -202,6 +202,7 @@ class EngineWorker(QObject):
         """Load and warm up the model in ``folder`` (replacing any loaded one)."""
         from qwen_desktop.engine.chat import ChatEngine
         from qwen_desktop.engine.errors import ModelError
+        from qwen_desktop.storage.paths import ort_cache_dir
 
         self.engine = None
         try:
@@ -210,6 +211,7 @@ class EngineWorker(QObject):
                 threads=threads,
                 context_limit=context_limit,
                 progress=lambda text: emit(self.loading, text),
+                cache_root=ort_cache_dir(),
             )
         except ModelError as exc:
             emit(self.load_failed, str(exc))

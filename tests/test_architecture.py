@@ -50,6 +50,94 @@ def test_importing_the_headless_core_loads_no_qt():
     assert r.returncode == 0, r.stdout + r.stderr
 
 
+# The layers, lowest first: who may import whom inside qwen_desktop (the package root, which holds only
+# __version__, is open to all). ui -> worker -> library -> convert -> engine; storage stands beside.
+# Anything not named here (ui, worker, cli, cli_chat, __main__) sits on top and may import any layer.
+LAYERS: dict[str, frozenset[str]] = {
+    "engine": frozenset({"engine"}),
+    "convert": frozenset({"convert", "engine"}),
+    "storage": frozenset({"storage"}),
+    "library": frozenset({"library", "convert", "engine", "storage"}),
+    "server": frozenset({"server", "engine", "library", "storage", "convert"}),
+}
+
+
+def _layer(module: str) -> str | None:
+    """``qwen_desktop.engine.chat`` -> ``engine``; the package root -> None."""
+    parts = module.split(".")
+    return parts[1] if parts[0] == "qwen_desktop" and len(parts) > 1 else None
+
+
+def _imported_modules(tree: ast.AST, module: str) -> list[tuple[int, str]]:
+    """Every qwen_desktop module ``tree`` imports (at any depth: lazy and TYPE_CHECKING imports count)."""
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, a.name) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # relative: resolve against the importing module's package
+                package = module.split(".")[: -node.level]
+                base = ".".join(package + ([base] if base else []))
+            if base == "qwen_desktop":  # `from qwen_desktop import engine` names a layer
+                found += [(node.lineno, f"qwen_desktop.{a.name}") for a in node.names]
+            else:
+                found.append((node.lineno, base))
+    return [(line, name) for line, name in found if name.split(".")[0] == "qwen_desktop"]
+
+
+def layer_violations(source: str, module: str) -> list[str]:
+    """The imports in ``source`` (the text of ``module``) that break ``LAYERS``, one readable line each."""
+    own = _layer(module)
+    allowed = LAYERS.get(own or "")
+    if allowed is None:
+        return []
+    bad = []
+    for line, name in _imported_modules(ast.parse(source), module):
+        target = _layer(name)
+        if target is not None and target != "__version__" and target not in allowed:
+            bad.append(
+                f"{module.replace('.', '/')}.py:{line} imports {name}: "
+                f"{own}/ may import only {', '.join(sorted(allowed))}"
+            )
+    return bad
+
+
+def _module_name(path: Path) -> str:
+    rel = path.relative_to(PACKAGE.parent).with_suffix("")
+    return ".".join(rel.parts).removesuffix(".__init__")
+
+
+def test_every_layer_imports_only_the_layers_below_it():
+    violations = [
+        v
+        for path in sorted(PACKAGE.rglob("*.py"))
+        for v in layer_violations(path.read_text(encoding="utf-8"), _module_name(path))
+    ]
+    assert not violations, "imports against the layer order:\n" + "\n".join(violations)
+
+
+@pytest.mark.parametrize(
+    ("module", "source", "expected"),
+    [
+        ("qwen_desktop.engine.chat", "def f():\n    from qwen_desktop.storage.paths import cache_dir\n", 1),
+        ("qwen_desktop.engine.chat", "from ..library import registry\n", 1),
+        ("qwen_desktop.engine.chat", "from qwen_desktop import worker\n", 1),
+        ("qwen_desktop.convert.builder", "import qwen_desktop.library.catalog\n", 1),
+        ("qwen_desktop.storage.paths", "from qwen_desktop.engine.errors import ModelError\n", 1),
+        ("qwen_desktop.library.install", "from qwen_desktop.ui.models_dialog import X\n", 1),
+        ("qwen_desktop.library.install", "from qwen_desktop.convert.builder import build_model\n", 0),
+        ("qwen_desktop.convert.builder", "from qwen_desktop import __version__\n", 0),
+        ("qwen_desktop.ui.app", "from qwen_desktop.worker import ChatWorker\n", 0),
+    ],
+)
+def test_the_layer_check_catches_an_upward_import(module, source, expected):
+    found = layer_violations(source, module)
+    assert len(found) == expected, found
+    if expected:
+        assert module.replace(".", "/") + ".py:" in found[0] and "may import only" in found[0]
+
+
 def test_version_has_one_source():
     r = subprocess.run(
         [sys.executable, "-m", "qwen_desktop", "--version"], capture_output=True, text=True, check=True

@@ -188,12 +188,13 @@ def run_bench(
     runs: int = 3,
     decode_tokens: int = 128,
     say: Callable[[str], None] | None = None,
+    cache_root: Path | None = None,
 ) -> BenchResult:
     """Measure load, warm-up, TTFT (short, long, turn 6), prefill speed, decode speed (after a short and
-    after a long prompt), and peak RSS."""
+    after a long prompt), and peak RSS. ``cache_root``: the optimized-graph cache, as for ``ChatEngine``."""
     say = say or (lambda _m: None)
     started = time.perf_counter()
-    engine = ChatEngine(folder, threads=threads, context_limit=4096)
+    engine = ChatEngine(folder, threads=threads, context_limit=4096, cache_root=cache_root)
     load_total = time.perf_counter() - started - engine.warmup_seconds
     short = [{"role": "user", "content": SHORT_QUESTION}]
     long = [{"role": "user", "content": long_prompt(engine.tokenizer)}]

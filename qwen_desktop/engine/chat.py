@@ -39,8 +39,9 @@ class ChatEngine:
         threads: ONNX Runtime threads, 0 for all cores.
         context_limit: tokens of prompt + reply; capped at the model's maximum.
         progress: told what is happening while loading ("Loading model…", "Warming up…").
-        cache_root: where ONNX Runtime's optimized, pre-packed copy of the graph is kept (default: the
-            user cache folder); it makes every load after the first about twice as fast.
+        cache_root: where ONNX Runtime's optimized, pre-packed copy of the graph is kept (the app passes
+            ``storage.paths.ort_cache_dir()``); it makes every load after the first about twice as fast.
+            None keeps no copy: every load optimizes the graph again.
     """
 
     def __init__(
@@ -56,10 +57,6 @@ class ChatEngine:
         say("Reading model folder…")
         self.files: ModelFiles = load_model_files(Path(folder))
         self.context_limit = min(context_limit, self.files.max_context)
-        if cache_root is None:
-            from qwen_desktop.storage.paths import cache_dir
-
-            cache_root = cache_dir() / "ort"
         self.cache_root = cache_root
         say("Loading model…")
         tokenizers: list[ChatTokenizer] = []

@@ -56,3 +56,8 @@ def cache_dir() -> Path:
     )
     folder.mkdir(parents=True, exist_ok=True)
     return folder
+
+
+def ort_cache_dir() -> Path:
+    """Where the engine keeps ONNX Runtime's optimized copies of the graphs: ``cache_dir()/ort``."""
+    return cache_dir() / "ort"

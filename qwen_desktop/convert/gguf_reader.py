@@ -16,6 +16,8 @@ from qwen_desktop.convert.weights import (
     SUPPORTED_ARCHITECTURES,
     QwenConfig,
     TokenizerInfo,
+    config_float,
+    config_int,
 )
 from qwen_desktop.engine.errors import ModelError, UnsupportedModelError
 
@@ -96,25 +98,45 @@ class GGUFSource:
         embed = self._tensors.get(EMBED)
         if embed is None:
             raise ModelError(f"{self.path.name}: tensor token_embd.weight is missing")
-        vocab = int(embed.shape[1])  # GGML order: [hidden, vocab]
-        cfg = QwenConfig(
-            vocab_size=vocab,
-            hidden_size=int(self._require(f"{a}.embedding_length")),
-            intermediate_size=int(self._require(f"{a}.feed_forward_length")),
-            num_layers=int(self._require(f"{a}.block_count")),
-            num_heads=int(self._require(f"{a}.attention.head_count")),
-            num_kv_heads=int(
-                self._field(f"{a}.attention.head_count_kv", self._require(f"{a}.attention.head_count"))
-            ),
-            rope_theta=_f32(self._field(f"{a}.rope.freq_base", 1_000_000.0)),
-            rms_norm_eps=_f32(self._field(f"{a}.attention.layer_norm_rms_epsilon", 1e-6)),
-            max_context=int(self._field(f"{a}.context_length", 32768)),
-            tie_word_embeddings=LM_HEAD not in self._tensors,
-        )
-        cfg.validate()
+        if len(embed.shape) != 2:
+            raise ModelError(f"{self.path.name}: tensor token_embd.weight is not a matrix")
+        heads = self._require(f"{a}.attention.head_count")
+        key_length = self._field(f"{a}.attention.key_length")
+        try:
+            cfg = QwenConfig(
+                vocab_size=int(embed.shape[1]),  # GGML order: [hidden, vocab]
+                hidden_size=config_int(self._require(f"{a}.embedding_length"), "embedding_length"),
+                intermediate_size=config_int(
+                    self._require(f"{a}.feed_forward_length"), "feed_forward_length"
+                ),
+                num_layers=config_int(self._require(f"{a}.block_count"), "block_count"),
+                num_heads=config_int(heads, "attention.head_count"),
+                num_kv_heads=config_int(self._field(f"{a}.attention.head_count_kv", heads), "head_count_kv"),
+                rope_theta=_f32(
+                    config_float(self._field(f"{a}.rope.freq_base", 1_000_000.0), "rope.freq_base")
+                ),
+                rms_norm_eps=_f32(
+                    config_float(
+                        self._field(f"{a}.attention.layer_norm_rms_epsilon", 1e-6), "layer_norm_rms_epsilon"
+                    )
+                ),
+                max_context=config_int(self._field(f"{a}.context_length", 32768), "context_length"),
+                tie_word_embeddings=LM_HEAD not in self._tensors,
+            )
+            cfg.validate(None if key_length is None else config_int(key_length, "attention.key_length"))
+        except ModelError as exc:
+            raise ModelError(f"{self.path.name}: {exc}") from None
         return cfg
 
     def _read_tokenizer(self) -> TokenizerInfo:
+        try:
+            return self._tokenizer_fields()
+        except ModelError:
+            raise
+        except (TypeError, ValueError, KeyError, IndexError, AttributeError, OverflowError) as exc:
+            raise ModelError(f"{self.path.name}: the tokenizer metadata is corrupt ({_brief(exc)})") from None
+
+    def _tokenizer_fields(self) -> TokenizerInfo:
         model = self._field("tokenizer.ggml.model")
         tokens = self._field("tokenizer.ggml.tokens")
         if model is None or tokens is None:
@@ -125,34 +147,55 @@ class GGUFSource:
             raise UnsupportedModelError(
                 f"{self.path.name}: tokenizer type '{model}' is not supported (Qwen2 uses byte-level BPE, 'gpt2')"
             )
+        if not isinstance(tokens, list) or not all(isinstance(t, str) for t in tokens):
+            raise ModelError(f"{self.path.name}: tokenizer.ggml.tokens is not a list of strings")
         types = self._field("tokenizer.ggml.token_type") or [1] * len(tokens)
+        if not isinstance(types, list) or len(types) != len(tokens):
+            raise ModelError(f"{self.path.name}: tokenizer.ggml.token_type does not match the token list")
         merges = self._field("tokenizer.ggml.merges")
         if merges is None:
             raise ModelError(
                 f"{self.path.name}: the tokenizer has no merges (tokenizer.ggml.merges is missing)"
             )
+        if not isinstance(merges, list) or not all(isinstance(m, str) for m in merges):
+            raise ModelError(f"{self.path.name}: tokenizer.ggml.merges is not a list of strings")
+        template = self._field("tokenizer.chat_template")
+        if template is not None and not isinstance(template, str):
+            raise ModelError(f"{self.path.name}: tokenizer.chat_template is not text")
         text = build_tokenizer_json(
             tokens, types, merges, pre=str(self._field("tokenizer.ggml.pre", "qwen2"))
         )
         lookup = {t: i for i, t in enumerate(tokens)}
         eos = self._field("tokenizer.ggml.eos_token_id")
-        stops, end_of_turn = stop_ids_from_vocab(lookup, None if eos is None else int(eos))
+        stops, end_of_turn = stop_ids_from_vocab(
+            lookup, None if eos is None else config_int(eos, "eos_token_id")
+        )
         specials = {t: i for i, (t, k) in enumerate(zip(tokens, types, strict=True)) if k in (3, 4)}
         bos = self._field("tokenizer.ggml.bos_token_id")
         pad = self._field("tokenizer.ggml.padding_token_id")
         return TokenizerInfo(
             tokenizer_json=text,
-            chat_template=self._field("tokenizer.chat_template"),
+            chat_template=template,
             eos_token_ids=stops,
             end_of_turn_id=end_of_turn,
-            bos_token_id=None if bos is None else int(bos),
-            pad_token_id=None if pad is None else int(pad),
+            bos_token_id=None if bos is None else config_int(bos, "bos_token_id"),
+            pad_token_id=None if pad is None else config_int(pad, "padding_token_id"),
             special_tokens=specials,
         )
 
     # -- tensors ---------------------------------------------------------------------------------------------
     def tensor_names(self) -> list[str]:
         return list(self._tensors)
+
+    def tensor_info(self, name: str) -> tuple[tuple[int, ...], str]:
+        t = self._tensors[name]
+        shape = tuple(int(d) for d in reversed(t.shape))  # GGML lists the fastest dimension first
+        kind = t.tensor_type.name
+        if kind in ("F32", "F16", "BF16", "F64"):
+            return shape, "float"
+        if kind.startswith("I") and kind[1:].isdigit():  # I8 ... I64: integers, not weights
+            return shape, kind
+        return shape, "quantized"
 
     def tensor(self, name: str) -> np.ndarray:
         t = self._tensors.get(name)
@@ -185,6 +228,11 @@ class GGUFSource:
         self._reader = None
 
 
+def _brief(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
 def _f32(value: Any) -> float:
     """A float32 metadata value as the decimal it was written from (9.99999997e-07 -> 1e-06)."""
     return float(str(np.float32(value)))
@@ -207,12 +255,12 @@ def _open_reader(path: Path) -> Any:
     try:
         reader = gguf.GGUFReader(str(path), "r")
     except ValueError as exc:
-        msg = str(exc)
+        msg = _brief(exc)
         if "is not a valid GGMLQuantizationType" in msg:
             raise UnsupportedModelError(f"{path.name}: unknown tensor type ({msg})") from None
         raise ModelError(f"{path.name}: the GGUF file is truncated or corrupt ({msg})") from None
     except Exception as exc:
-        raise ModelError(f"{path.name}: the GGUF file is truncated or corrupt ({exc})") from None
+        raise ModelError(f"{path.name}: the GGUF file is truncated or corrupt ({_brief(exc)})") from None
     size = path.stat().st_size
     for t in reader.tensors:
         if t.data_offset + t.n_bytes > size or t.data.nbytes != t.n_bytes:

@@ -7,6 +7,7 @@ bf16 works without torch: a bf16 value is the top half of a float32.
 from __future__ import annotations
 
 import json
+import math
 import struct
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,14 @@ from typing import Any
 import numpy as np
 
 from qwen_desktop.convert.tokenizer_files import stop_ids_from_vocab
-from qwen_desktop.convert.weights import LM_HEAD, SUPPORTED_ARCHITECTURES, QwenConfig, TokenizerInfo
+from qwen_desktop.convert.weights import (
+    LM_HEAD,
+    SUPPORTED_ARCHITECTURES,
+    QwenConfig,
+    TokenizerInfo,
+    config_float,
+    config_int,
+)
 from qwen_desktop.engine.errors import ModelError, UnsupportedModelError
 
 _DTYPES: dict[str, np.dtype[Any]] = {
@@ -25,29 +33,49 @@ _DTYPES: dict[str, np.dtype[Any]] = {
 }
 
 
+MAX_HEADER = 100_000_000
+
+
 class _SafetensorsFile:
+    """One ``.safetensors`` file; its header is checked in full (types, shapes, offsets inside the file and
+    not overlapping) before a byte of data is read."""
+
     def __init__(self, path: Path) -> None:
         self.path = path
-        size = path.stat().st_size
         try:
+            size = path.stat().st_size
             with path.open("rb") as fh:
                 head = fh.read(8)
                 if len(head) < 8:
                     raise ModelError(f"{path.name}: not a safetensors file (too short)")
                 (n,) = struct.unpack("<Q", head)
-                if n > min(size - 8, 100_000_000):
+                if n > min(size - 8, MAX_HEADER):
                     raise ModelError(f"{path.name}: not a safetensors file (bad header length)")
                 header = json.loads(fh.read(n))
-        except (json.JSONDecodeError, UnicodeDecodeError):
+        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
             raise ModelError(f"{path.name}: the safetensors header is corrupt") from None
+        except OSError as exc:
+            raise ModelError(f"{path.name}: cannot be read ({exc.strerror or exc})") from None
+        if not isinstance(header, dict):
+            raise ModelError(f"{path.name}: the safetensors header is not a table of tensors")
         header.pop("__metadata__", None)
         self.data_start = 8 + n
-        self.entries: dict[str, dict[str, Any]] = header
-        for name, e in header.items():
-            end = e["data_offsets"][1]
-            if self.data_start + end > size:
-                raise ModelError(f"{path.name}: the file is truncated (tensor {name} runs past the end)")
-        self._map = np.memmap(path, dtype=np.uint8, mode="r")
+        self.entries: dict[str, dict[str, Any]] = {}
+        spans = []
+        for name, raw in header.items():
+            e = self.entries[name] = _checked_entry(path.name, name, raw, size - self.data_start)
+            spans.append((e["data_offsets"][0], e["data_offsets"][1], name))
+        reached, last = 0, ""
+        for begin, end, name in sorted(spans):
+            if begin < reached and end > begin:
+                raise ModelError(f"{path.name}: tensors {last} and {name} overlap (corrupt header)")
+            if end > reached:
+                reached, last = end, name
+        self._map = np.memmap(path, dtype=np.uint8, mode="r") if size > self.data_start else None
+
+    def info(self, name: str) -> tuple[tuple[int, ...], str]:
+        e = self.entries[name]
+        return tuple(e["shape"]), "float" if e["dtype"] in _DTYPES else e["dtype"]
 
     def read(self, name: str) -> np.ndarray:
         e = self.entries[name]
@@ -55,14 +83,44 @@ class _SafetensorsFile:
         if dtype is None:
             raise UnsupportedModelError(f"{self.path.name}: tensor {name} has unsupported dtype {e['dtype']}")
         begin, end = e["data_offsets"]
-        raw = self._map[self.data_start + begin : self.data_start + end]
         shape = tuple(e["shape"])
-        if raw.nbytes != int(np.prod(shape, dtype=np.int64)) * dtype.itemsize:
-            raise ModelError(f"{self.path.name}: tensor {name} has the wrong number of bytes")
-        arr = raw.view(dtype).reshape(shape)
+        if end == begin or self._map is None:
+            return np.zeros(shape, dtype=np.float32)
+        arr = self._map[self.data_start + begin : self.data_start + end].view(dtype).reshape(shape)
         if e["dtype"] == "BF16":
             return (arr.astype(np.uint32) << 16).view(np.float32)
         return arr.astype(np.float32)
+
+
+def _checked_entry(file: str, name: str, e: Any, data_size: int) -> dict[str, Any]:
+    """A header entry that says what it is truthfully, as far as the header and the file size can tell."""
+    bad = f"{file}: the safetensors header is corrupt (tensor {str(name)[:80]}"
+    if not isinstance(e, dict):
+        raise ModelError(f"{bad} is not described by a table)")
+    dtype, shape, offsets = e.get("dtype"), e.get("shape"), e.get("data_offsets")
+    if not isinstance(dtype, str):
+        raise ModelError(f"{bad} has no dtype)")
+    if not isinstance(shape, list) or not all(isinstance(d, int) and not isinstance(d, bool) for d in shape):
+        raise ModelError(f"{bad} has a shape that is not a list of whole numbers)")
+    if any(d < 0 for d in shape) or len(shape) > 8:
+        raise ModelError(f"{bad} has an impossible shape {shape[:9]})")
+    if (
+        not isinstance(offsets, list)
+        or len(offsets) != 2
+        or not all(isinstance(o, int) and not isinstance(o, bool) for o in offsets)
+    ):
+        raise ModelError(f"{bad} has no begin and end offsets)")
+    begin, end = offsets
+    if not 0 <= begin <= end:
+        raise ModelError(f"{bad} has offsets {begin}..{end})")
+    if end > data_size:
+        raise ModelError(f"{file}: the file is truncated (tensor {str(name)[:80]} runs past the end)")
+    item = _DTYPES.get(dtype)
+    if item is not None and math.prod(shape) * item.itemsize != end - begin:
+        raise ModelError(
+            f"{file}: tensor {str(name)[:80]} has the wrong number of bytes for its shape {shape}"
+        )
+    return {"dtype": dtype, "shape": shape, "data_offsets": [begin, end]}
 
 
 class HFFolderSource:
@@ -80,6 +138,12 @@ class HFFolderSource:
             raw_cfg = json.loads(cfg_path.read_text(encoding="utf-8"))
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise ModelError(f"{self.folder.name}: config.json is not valid JSON ({exc})") from None
+        except RecursionError:
+            raise ModelError(
+                f"{self.folder.name}: config.json is not valid JSON (nested too deeply)"
+            ) from None
+        if not isinstance(raw_cfg, dict):
+            raise ModelError(f"{self.folder.name}: config.json is not a table of settings")
         self.architecture = str(raw_cfg.get("model_type", "unknown"))
         if self.architecture not in SUPPORTED_ARCHITECTURES:
             raise UnsupportedModelError(
@@ -92,23 +156,34 @@ class HFFolderSource:
             for name in f.entries:
                 self._where[name] = f
         self.source_files = tuple(f.path for f in self._files)
+
+        def number(key: str, default: Any = None) -> int:
+            value = raw_cfg.get(key, default)
+            if value is None:
+                raise ModelError(f"config.json has no {key}")
+            return config_int(value, key)
+
+        def real(key: str, default: float) -> float:
+            return config_float(raw_cfg.get(key, default), key)
+
         try:
             self.config = QwenConfig(
-                vocab_size=int(raw_cfg["vocab_size"]),
-                hidden_size=int(raw_cfg["hidden_size"]),
-                intermediate_size=int(raw_cfg["intermediate_size"]),
-                num_layers=int(raw_cfg["num_hidden_layers"]),
-                num_heads=int(raw_cfg["num_attention_heads"]),
-                num_kv_heads=int(raw_cfg.get("num_key_value_heads", raw_cfg["num_attention_heads"])),
-                rope_theta=float(raw_cfg.get("rope_theta", 1_000_000.0)),
-                rms_norm_eps=float(raw_cfg.get("rms_norm_eps", 1e-6)),
-                max_context=int(raw_cfg.get("max_position_embeddings", 32768)),
+                vocab_size=number("vocab_size"),
+                hidden_size=number("hidden_size"),
+                intermediate_size=number("intermediate_size"),
+                num_layers=number("num_hidden_layers"),
+                num_heads=number("num_attention_heads"),
+                num_kv_heads=number("num_key_value_heads", raw_cfg.get("num_attention_heads")),
+                rope_theta=real("rope_theta", 1_000_000.0),
+                rms_norm_eps=real("rms_norm_eps", 1e-6),
+                max_context=number("max_position_embeddings", 32768),
                 tie_word_embeddings=bool(raw_cfg.get("tie_word_embeddings", False))
                 or LM_HEAD not in self._where,
             )
-        except KeyError as exc:
-            raise ModelError(f"{self.folder.name}: config.json has no {exc.args[0]}") from None
-        self.config.validate()
+            head_dim = raw_cfg.get("head_dim")
+            self.config.validate(None if head_dim is None else config_int(head_dim, "head_dim"))
+        except ModelError as exc:
+            raise ModelError(f"{self.folder.name}: {exc}") from None
         self.tokenizer = self._read_tokenizer(raw_cfg)
 
     def _open_weights(self) -> list[_SafetensorsFile]:
@@ -116,9 +191,21 @@ class HFFolderSource:
         if index.is_file():
             try:
                 weight_map = json.loads(index.read_text(encoding="utf-8"))["weight_map"]
-            except (json.JSONDecodeError, KeyError):
+                names = sorted(set(weight_map.values()))
+            except (
+                json.JSONDecodeError,
+                UnicodeDecodeError,
+                RecursionError,
+                KeyError,
+                TypeError,
+                AttributeError,
+            ):
                 raise ModelError(f"{self.folder.name}: model.safetensors.index.json is corrupt") from None
-            names = sorted(set(weight_map.values()))
+            for n in names:
+                if not isinstance(n, str) or Path(n).name != n or n in ("", ".", ".."):
+                    raise ModelError(
+                        f"{self.folder.name}: model.safetensors.index.json names a shard outside the folder"
+                    )
         else:
             names = sorted(p.name for p in self.folder.glob("*.safetensors"))
         if not names:
@@ -132,6 +219,16 @@ class HFFolderSource:
         return files
 
     def _read_tokenizer(self, raw_cfg: dict[str, Any]) -> TokenizerInfo:
+        try:
+            return self._tokenizer_files(raw_cfg)
+        except ModelError:
+            raise
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            raise ModelError(f"{self.folder.name}: a tokenizer file is not valid JSON") from None
+        except (TypeError, ValueError, KeyError, IndexError, AttributeError, RecursionError, OverflowError):
+            raise ModelError(f"{self.folder.name}: the tokenizer files are corrupt") from None
+
+    def _tokenizer_files(self, raw_cfg: dict[str, Any]) -> TokenizerInfo:
         tok_path = self.folder / "tokenizer.json"
         if not tok_path.is_file():
             raise ModelError(f"{self.folder.name}: tokenizer.json is missing")
@@ -155,6 +252,8 @@ class HFFolderSource:
         jinja = self.folder / "chat_template.jinja"
         if template is None and jinja.is_file():
             template = jinja.read_text(encoding="utf-8")
+        if template is not None and not isinstance(template, str):
+            raise ModelError(f"{self.folder.name}: the chat template is not text")
         eos = raw_cfg.get("eos_token_id")
         if isinstance(eos, list):
             eos = eos[0] if eos else None
@@ -172,6 +271,9 @@ class HFFolderSource:
 
     def tensor_names(self) -> list[str]:
         return list(self._where)
+
+    def tensor_info(self, name: str) -> tuple[tuple[int, ...], str]:
+        return self._where[name].info(name)
 
     def tensor(self, name: str) -> np.ndarray:
         f = self._where.get(name)

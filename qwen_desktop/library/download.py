@@ -484,7 +484,7 @@ def _file_digests(path: Path, remote: RemoteFile) -> tuple[str, str]:
 def _read_meta(path: Path) -> dict[str, Any] | None:
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # RecursionError: nested too deep to parse
         return None
     return doc if isinstance(doc, dict) else None
 

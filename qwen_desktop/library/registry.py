@@ -132,7 +132,7 @@ def _write_json(path: Path, doc: dict[str, Any]) -> None:
 def _read_json(path: Path) -> dict[str, Any] | None:
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # RecursionError: nested too deep to parse
         return None
     return doc if isinstance(doc, dict) else None
 

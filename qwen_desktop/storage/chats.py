@@ -25,12 +25,13 @@ from typing import Any, Final, Literal, cast
 
 from qwen_desktop.storage.errors import (
     CorruptDatabaseError,
+    DamagedChatError,
     NotFoundError,
     StorageError,
     os_storage_error,
     sqlite_storage_error,
 )
-from qwen_desktop.storage.files import move_aside
+from qwen_desktop.storage.files import move_aside, read_json
 from qwen_desktop.storage.paths import database_path
 
 Role = Literal["system", "user", "assistant"]
@@ -170,11 +171,8 @@ def _conversation(row: Sequence[Any]) -> Conversation:
 
 
 def _message(row: Sequence[Any]) -> Message:
-    stats: dict[str, Any] | None = None
-    if row[6] is not None:
-        with contextlib.suppress(ValueError):
-            loaded = json.loads(row[6])
-            stats = loaded if isinstance(loaded, dict) else None
+    loaded = read_json(row[6]) if isinstance(row[6], (str, bytes)) else None
+    stats: dict[str, Any] | None = loaded if isinstance(loaded, dict) else None
     return Message(
         id=row[0],
         conversation_id=row[1],
@@ -549,22 +547,34 @@ class ChatStore:
     def path(self, conversation_id: int) -> list[Message]:
         """The branch on show: messages from the root to the head ([] for an empty conversation).
 
+        The walk up from the head is bounded by the conversation's message count, so a damaged database in
+        which parents form a loop cannot make it run forever.
+
         Raises:
             NotFoundError: There is no such conversation.
+            DamagedChatError: Its messages' parents form a loop (the database was damaged).
         """
         with self._lock:
             self.get_conversation(conversation_id)
+            count = self._query(
+                "SELECT count(*) FROM messages WHERE conversation_id = ?", (conversation_id,)
+            )[0][0]
             rows = self._query(
                 f"""WITH RECURSIVE chain(id, depth) AS (
-                        SELECT head_message_id, 0 FROM conversations WHERE id = ?
+                        SELECT head_message_id, 0 FROM conversations WHERE id = :conversation
                         UNION ALL
                         SELECT m.parent_id, chain.depth + 1 FROM messages AS m JOIN chain ON m.id = chain.id
-                        WHERE m.parent_id IS NOT NULL
+                        WHERE m.parent_id IS NOT NULL AND chain.depth <= :count
                     )
                     SELECT {_M_MESSAGE_COLUMNS}
                     FROM chain JOIN messages AS m ON m.id = chain.id
                     ORDER BY chain.depth DESC""",
-                (conversation_id,),
+                {"conversation": conversation_id, "count": count},
+            )
+        if len(rows) > count:
+            raise DamagedChatError(
+                f"Conversation {conversation_id} is damaged: its messages refer to each other in a loop, "
+                "so it cannot be shown (the other chats are fine)."
             )
         return [_message(row) for row in rows]
 
@@ -603,7 +613,7 @@ class ChatStore:
             row = conn.execute(
                 """WITH RECURSIVE subtree(id) AS (
                         SELECT id FROM messages WHERE id = ?
-                        UNION ALL
+                        UNION  -- not UNION ALL: a loop of parents in a damaged file ends the walk
                         SELECT m.id FROM messages AS m JOIN subtree ON m.parent_id = subtree.id
                     )
                     SELECT max(subtree.id), (SELECT conversation_id FROM messages WHERE id = ?) FROM subtree""",

@@ -25,6 +25,15 @@ class CorruptDatabaseError(StorageError):
     """
 
 
+class DamagedChatError(StorageError):
+    """One conversation's messages cannot be put in order (their parents form a loop); the rest of the
+    database is usable. The message names the conversation."""
+
+
+class AlreadyRunningError(StorageError):
+    """Another Qwen Desktop process is using this data folder (see `storage.lock`)."""
+
+
 class NotFoundError(StorageError):
     """A conversation or message id does not exist (it may have been deleted)."""
 

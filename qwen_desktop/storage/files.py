@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from qwen_desktop.storage.errors import os_storage_error
 
@@ -86,3 +88,17 @@ def move_aside(path: Path, companions: Sequence[str] = ()) -> Path:
         if companion.exists():
             companion.replace(aside.with_name(aside.name + suffix))
     return aside
+
+
+def read_json(data: bytes | str) -> Any:
+    """Parse JSON from a file we wrote but cannot trust (a user may edit it, a crash may cut it); None if
+    it is not readable JSON.
+
+    Besides invalid UTF-8 and invalid JSON this covers nesting too deep for the parser (RecursionError) and
+    numbers too long to convert (ValueError), so a caller only needs to check the type of the result.
+    """
+    try:
+        text = data.decode("utf-8") if isinstance(data, bytes) else data
+        return json.loads(text)
+    except (ValueError, RecursionError):  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+        return None

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from qwen_desktop.storage.errors import StorageError
-from qwen_desktop.storage.files import atomic_write_bytes, move_aside
+from qwen_desktop.storage.files import atomic_write_bytes, move_aside, read_json
 from qwen_desktop.storage.paths import settings_path
 
 THEMES = ("light", "dark", "system")
@@ -101,9 +101,11 @@ def _field_value(hint: object, value: object) -> tuple[bool, object]:
     if base is int:
         return isinstance(value, int), value
     if base is float:
-        if isinstance(value, (int, float)) and math.isfinite(value):
-            return True, float(value)
-        return False, value
+        try:
+            number = float(value) if isinstance(value, (int, float)) else math.nan
+        except OverflowError:  # an integer too large for a float
+            number = math.nan
+        return (True, number) if math.isfinite(number) else (False, value)
     return isinstance(value, base) if isinstance(base, type) else False, value
 
 
@@ -145,10 +147,7 @@ def load_settings(path: Path | None = None) -> tuple[Settings, str | None]:
     except OSError as exc:
         return Settings(), f"Could not read the settings ({path}): {exc.strerror or exc}; using the defaults."
 
-    try:
-        data = json.loads(raw.decode("utf-8"))
-    except ValueError:  # UnicodeDecodeError and JSONDecodeError are both ValueErrors
-        data = None
+    data = read_json(raw)
     if isinstance(data, dict):
         good, bad = _parse(data)
         settings = Settings(**good).clamped()

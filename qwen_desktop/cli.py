@@ -6,11 +6,11 @@ import argparse
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from qwen_desktop import __version__
+from qwen_desktop import __version__, cli_args
 
 if TYPE_CHECKING:
     from qwen_desktop.library.catalog import CatalogEntry
@@ -314,7 +314,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("make-tiny-model", help="write a tiny random Qwen2 model (for tests and smoke tests)")
     p.add_argument("out", help="a .gguf path, or a folder for --format hf")
     p.add_argument("--format", default="gguf", choices=["gguf", "hf"])
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=cli_args.seed, default=0)
     p.set_defaults(func=cmd_make_tiny_model)
 
     dir_help = "the models folder (default: the one in the settings, else <user data folder>/models)"
@@ -347,21 +347,81 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def error_line(exc: BaseException) -> str | None:
+    """The one line to show for an error the user can act on, or None for a bug (an unexpected error).
+
+    Project errors (a bad model file, settings or chats that cannot be used, a failed download) carry a
+    message written for the user; an `OSError` says what the system refused and on which file.
+    """
+    from qwen_desktop.engine.errors import ModelError
+    from qwen_desktop.storage.errors import StorageError
+
+    if isinstance(exc, (ModelError, StorageError)):
+        return _one_line(str(exc)) or type(exc).__name__
+    if isinstance(exc, OSError):
+        reason = exc.strerror or str(exc) or type(exc).__name__
+        return _one_line(f"{exc.filename}: {reason}" if exc.filename else reason)
+    return None
+
+
+def _log_unexpected(exc: BaseException) -> Path | None:
+    """Write the traceback of a bug to ``<data folder>/logs/cli-error.log``; returns the file, if written."""
+    import traceback
+
+    from qwen_desktop.storage.paths import data_dir
+
+    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    try:
+        folder = data_dir() / "logs"
+        folder.mkdir(parents=True, exist_ok=True)
+        log = folder / "cli-error.log"
+        log.write_text(f"qwen-desktop {__version__}, {time.strftime('%Y-%m-%d %H:%M:%S')}\n{text}")
+    except OSError:
+        return None
+    return log
+
+
+def run_command(func: Callable[[], int]) -> int:
+    """Run a subcommand and turn whatever it raises into one line on stderr and an exit status.
+
+    Returns the command's own status; 1 after an error (a project error, an `OSError`, or a bug, whose
+    traceback goes to a log file rather than the screen); 130 after Ctrl-C.
+    """
+    try:
+        return int(func())
+    except KeyboardInterrupt:
+        print("qwen-desktop: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:
+        line = error_line(exc)
+        if line is not None:
+            print(f"qwen-desktop: error: {line}", file=sys.stderr)
+            return 1
+        log = _log_unexpected(exc)
+        where = f"; details are in {log}" if log is not None else ""
+        detail = _one_line(str(exc))
+        print(
+            f"qwen-desktop: unexpected error ({type(exc).__name__}{': ' + detail if detail else ''}){where}",
+            file=sys.stderr,
+        )
+        return 1
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``qwen-desktop`` command."""
+    """Entry point of the ``qwen-desktop`` command.
+
+    Exit status: 0 on success, 1 when the command failed (one line on stderr says why; a chat answer that
+    ended in an error counts), 2 for a usage error (an unknown option or a value out of range), 130 after
+    Ctrl-C.
+    """
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
         from qwen_desktop.ui.app import run_app
 
-        return run_app()
-    from qwen_desktop.engine.errors import ModelError
-
-    try:
-        return int(args.func(args))
-    except ModelError as exc:
-        print(f"qwen-desktop: error: {exc}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print("qwen-desktop: interrupted", file=sys.stderr)
-        return 130
+        return run_command(run_app)
+    return run_command(lambda: args.func(args))

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from qwen_desktop import cli_args as ranges
 from qwen_desktop.engine.errors import ModelError
 
 
@@ -102,8 +103,10 @@ def cmd_chat(args: argparse.Namespace) -> int:
     params = _params(args)
     system = {"role": "system", "content": args.system}
     if one_shot:
-        _answer(engine, [system, {"role": "user", "content": args.prompt}], params, stats=args.stats)
-        return 0
+        _text, finished = _answer(
+            engine, [system, {"role": "user", "content": args.prompt}], params, stats=args.stats
+        )
+        return 1 if finished.reason == "error" else 0
     print(
         f"{engine.files.name}: ready (load {engine.load_seconds:.1f} s, warm-up {engine.warmup_seconds:.1f} s, "
         f"{engine.threads} threads). Ctrl-C stops an answer; /reset, /system TEXT, /quit.",
@@ -200,23 +203,27 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("--model", help="model folder (default: the app's current model)")
     p.add_argument("--prompt", help="answer this one message, print only the answer, and exit")
     p.add_argument("--system", default="You are a helpful assistant.", help="system prompt")
-    p.add_argument("--threads", type=int, default=0, help="CPU threads (0 = all cores)")
-    p.add_argument("--context", type=int, default=4096, help="context limit in tokens (prompt + reply)")
-    p.add_argument("--max-tokens", type=int, default=1024, help="longest reply in tokens")
-    p.add_argument("--temperature", type=float, default=0.7, help="0 = greedy")
-    p.add_argument("--top-p", type=float, default=0.8)
-    p.add_argument("--top-k", type=int, default=20)
-    p.add_argument("--min-p", type=float, default=0.0)
-    p.add_argument("--repetition-penalty", type=float, default=1.05)
-    p.add_argument("--seed", type=int, default=None, help="makes sampling repeatable")
+    p.add_argument("--threads", type=ranges.threads, default=0, help="CPU threads (0 = all cores)")
+    p.add_argument(
+        "--context", type=ranges.context, default=4096, help="context limit in tokens (prompt + reply)"
+    )
+    p.add_argument("--max-tokens", type=ranges.tokens, default=1024, help="longest reply in tokens")
+    p.add_argument("--temperature", type=ranges.temperature, default=0.7, help="0 = greedy")
+    p.add_argument("--top-p", type=ranges.top_p, default=0.8, help="more than 0, at most 1")
+    p.add_argument("--top-k", type=ranges.top_k, default=20, help="0 = off")
+    p.add_argument("--min-p", type=ranges.min_p, default=0.0, help="0..1")
+    p.add_argument(
+        "--repetition-penalty", type=ranges.repetition_penalty, default=1.05, help="more than 0; 1 = off"
+    )
+    p.add_argument("--seed", type=ranges.seed, default=None, help="makes sampling repeatable (0 or more)")
     p.add_argument("--stats", action="store_true", help="with --prompt: print speed figures to stderr")
     p.set_defaults(func=cmd_chat)
 
     p = sub.add_parser("bench", help="measure load, time to first token, prefill and decode speed")
     p.add_argument("--model", help="model folder (default: the app's current model)")
-    p.add_argument("--threads", type=int, default=0, help="CPU threads (0 = all cores)")
-    p.add_argument("--runs", type=int, default=3, help="repetitions; medians are reported")
-    p.add_argument("--decode-tokens", type=int, default=128)
+    p.add_argument("--threads", type=ranges.threads, default=0, help="CPU threads (0 = all cores)")
+    p.add_argument("--runs", type=ranges.int_in(1, 1000), default=3, help="repetitions; medians are reported")
+    p.add_argument("--decode-tokens", type=ranges.tokens, default=128)
     p.add_argument("--json", action="store_true", help="print JSON")
     p.add_argument("--sweep-threads", action="store_true", help="try each thread count and name the fastest")
     p.set_defaults(func=cmd_bench)

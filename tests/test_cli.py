@@ -143,3 +143,134 @@ def test_build_model_then_chat_end_to_end(tmp_path):
     assert "Built" in r.stdout and "int4" in r.stdout
     r = cli("chat", "--model", str(tmp_path / "m"), "--prompt", "hi", "--max-tokens", "4", "--seed", "1")
     assert r.returncode == 0 and r.stdout.strip()
+
+
+# Bad input on the command line (issue 25, defect 10): one line on stderr, the right exit status, and no
+# traceback, whatever the flag, file or settings.
+
+
+def _one_error_line(r):
+    lines = r.stderr.strip().splitlines()
+    assert "Traceback" not in r.stderr
+    assert lines, "the error is said"
+    return lines[-1]
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "says"),
+    [
+        ("--context", "-100", "-100 is out of range"),
+        ("--context", "200000", "out of range"),
+        ("--threads", "100000", "100000 is out of range"),
+        ("--threads", "-1", "out of range"),
+        ("--repetition-penalty", "0", "out of range"),
+        ("--temperature", "nan", "nan is out of range"),
+        ("--temperature", "-1", "out of range"),
+        ("--temperature", "inf", "out of range"),
+        ("--top-p", "0", "out of range"),
+        ("--top-p", "1.5", "out of range"),
+        ("--min-p", "2", "out of range"),
+        ("--seed", "-1", "-1 is out of range"),
+        ("--max-tokens", "0", "out of range"),
+        ("--top-k", "lots", "'lots' is not a whole number"),
+    ],
+)
+def test_out_of_range_flags_are_usage_errors(tiny_model_dir, tmp_path, flag, value, says):
+    r = cli(
+        "chat",
+        "--model",
+        str(tiny_model_dir),
+        "--prompt",
+        "hi",
+        f"{flag}={value}",
+        env={"QWEN_DESKTOP_HOME": str(tmp_path)},
+        timeout=60,
+    )
+    assert r.returncode == 2, r.stderr
+    line = _one_error_line(r)
+    assert line.startswith("qwen-desktop chat: error: argument")
+    assert flag in line and says in line
+    assert r.stdout == ""
+
+
+def test_flags_at_the_edges_of_their_ranges_are_accepted(tiny_model_dir, tmp_path):
+    r = cli(
+        "chat",
+        "--model",
+        str(tiny_model_dir),
+        "--prompt",
+        "hi",
+        "--threads",
+        str(os.cpu_count() or 1),
+        "--top-p=1",
+        "--seed=0",
+        "--temperature=0",
+        "--repetition-penalty=0.5",
+        "--max-tokens=3",
+        env={"QWEN_DESKTOP_HOME": str(tmp_path)},
+    )
+    assert r.returncode == 0, r.stderr
+
+
+def test_a_chat_template_that_fails_is_one_line_and_status_1(tiny_model_dir, tmp_path):
+    import shutil
+
+    folder = tmp_path / "bad-template"
+    shutil.copytree(tiny_model_dir, folder)
+    manifest = json.loads((folder / "manifest.json").read_text())
+    manifest["chat_template"] = "{{ raise_exception('this template refuses every chat') }}"
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    r = cli(
+        "chat", "--model", str(folder), "--prompt", "hi", env={"QWEN_DESKTOP_HOME": str(tmp_path / "home")}
+    )
+    assert r.returncode == 1
+    line = _one_error_line(r)
+    assert line.startswith("qwen-desktop:")
+    assert "this template refuses every chat" in line
+
+
+def test_make_tiny_model_where_files_cannot_go_is_one_line(tmp_path):
+    r = cli("make-tiny-model", "/proc/x.gguf", env={"QWEN_DESKTOP_HOME": str(tmp_path)})
+    assert r.returncode == 1
+    line = _one_error_line(r)
+    assert line.startswith("qwen-desktop: error: ")
+    assert "/proc" in line
+
+
+def test_a_models_folder_that_is_a_file_is_one_line(tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    not_a_folder = tmp_path / "passwd"
+    not_a_folder.write_text("root:x:0:0\n")
+    (home / "settings.json").write_text(json.dumps({"models_dir": str(not_a_folder)}))
+    r = cli("models", env={"QWEN_DESKTOP_HOME": str(home)})
+    assert r.returncode == 1
+    line = _one_error_line(r)
+    assert line.startswith("qwen-desktop: error: ") and str(not_a_folder) in line
+
+
+def test_settings_nested_too_deep_do_not_stop_the_models_command(tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "settings.json").write_text("[" * 100_000)
+    r = cli("models", "--catalog", str(tmp_path / "none.json"), env={"QWEN_DESKTOP_HOME": str(home)})
+    assert "Traceback" not in r.stderr
+    assert "Models in" in r.stdout
+    assert list(home.glob("settings.json.corrupt-*")), "the unreadable file was kept aside"
+
+
+def test_an_unexpected_error_is_one_line_with_a_log(tmp_path, monkeypatch, capsys):
+    from qwen_desktop.cli import run_command
+
+    monkeypatch.setenv("QWEN_DESKTOP_HOME", str(tmp_path))
+
+    def buggy() -> int:
+        return {}["no such key"]
+
+    assert run_command(buggy) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert err.startswith("qwen-desktop: unexpected error (KeyError: 'no such key'); details are in ")
+    log = tmp_path / "logs" / "cli-error.log"
+    assert str(log) in err
+    assert "Traceback" in log.read_text() and "buggy" in log.read_text()

@@ -1,13 +1,21 @@
-"""``run_app()``: the ``qwen-desktop`` command with no arguments opens the window."""
+"""``run_app()``: the ``qwen-desktop`` command with no arguments opens the window.
+
+One app per data folder: `run_app` holds the folder's `InstanceLock` while the window is open. A second
+start finds the lock held, asks the first to bring its window to the front (a request file the first one
+watches for), says so, and exits with status 0.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import sys
+import time
 from pathlib import Path
 
-from PySide6.QtCore import QLibraryInfo, QLocale, QTranslator
-from PySide6.QtWidgets import QApplication
+from PySide6.QtCore import QFileSystemWatcher, QLibraryInfo, QLocale, Qt, QTranslator
+from PySide6.QtWidgets import QApplication, QWidget
 
+SHOW_REQUEST = "show-window.request"
 I18N_DIR = Path(__file__).resolve().parent.parent / "i18n"
 
 
@@ -29,9 +37,57 @@ def install_translators(app: QApplication, language: str) -> list[QTranslator]:
     return installed
 
 
+def ask_running_app_to_show(data_folder: Path, wait_s: float = 2.0) -> bool:
+    """Ask the app running on `data_folder` to bring its window to the front; True if it took the request.
+
+    The request is a file, `SHOW_REQUEST`, in the data folder: the running app watches the folder, raises
+    its window and deletes the file (no network module needed, and only this user can write there).
+    """
+    request = data_folder / SHOW_REQUEST
+    try:
+        request.write_bytes(b"")
+    except OSError:
+        return False
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        if not request.exists():
+            return True
+        time.sleep(0.05)
+    with contextlib.suppress(OSError):
+        request.unlink()
+    return False
+
+
+def watch_for_show_requests(data_folder: Path, window: QWidget) -> QFileSystemWatcher:
+    """Bring `window` to the front whenever a second start leaves a `SHOW_REQUEST` in `data_folder`."""
+    request = data_folder / SHOW_REQUEST
+    with contextlib.suppress(OSError):
+        request.unlink()  # left by a start while a crashed run still held the lock
+    watcher = QFileSystemWatcher([str(data_folder)], window)
+
+    def check(_folder: str) -> None:
+        if not request.exists():
+            return
+        with contextlib.suppress(OSError):
+            request.unlink()
+        window.setWindowState(window.windowState() & ~Qt.WindowState.WindowMinimized)
+        window.show()
+        window.raise_()
+        window.activateWindow()
+
+    watcher.directoryChanged.connect(check)
+    return watcher
+
+
 def run_app(argv: list[str] | None = None) -> int:
-    """Open the main window and run until it closes; returns the exit code."""
-    from qwen_desktop.storage.settings import load_settings
+    """Open the main window and run until it closes; returns the exit code.
+
+    If another Qwen Desktop already runs on the same data folder, bring its window to the front, say so on
+    stderr, and return 0 without opening anything.
+    """
+    from qwen_desktop.storage import paths
+    from qwen_desktop.storage.errors import AlreadyRunningError
+    from qwen_desktop.storage.lock import InstanceLock
 
     existing = QApplication.instance()
     app = (
@@ -39,6 +95,26 @@ def run_app(argv: list[str] | None = None) -> int:
         if isinstance(existing, QApplication)
         else QApplication(argv if argv is not None else sys.argv)
     )
+    folder = paths.data_dir()
+    lock = InstanceLock(folder)
+    try:
+        lock.acquire()
+    except AlreadyRunningError as exc:
+        shown = ask_running_app_to_show(folder)
+        print(
+            f"qwen-desktop: {exc} " + ("Its window is now in front." if shown else "Switch to its window."),
+            file=sys.stderr,
+        )
+        return 0
+    try:
+        return _run_window(app, folder)
+    finally:
+        lock.release()
+
+
+def _run_window(app: QApplication, folder: Path) -> int:
+    from qwen_desktop.storage.settings import load_settings
+
     app.setApplicationName("Qwen Desktop")
     app.setOrganizationName("QwenDesktop")
     icon = Path(__file__).resolve().parent.parent / "resources" / "qwen-desktop.png"
@@ -53,5 +129,6 @@ def run_app(argv: list[str] | None = None) -> int:
     from qwen_desktop.ui.main_window import MainWindow
 
     window = MainWindow()
+    watcher = watch_for_show_requests(folder, window)  # noqa: F841 - kept alive until exit
     window.show()
     return int(app.exec())

@@ -7,6 +7,7 @@ window is up. Editing a question or regenerating an answer adds a branch in the 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from dataclasses import replace
@@ -37,7 +38,7 @@ from PySide6.QtWidgets import (
 
 from qwen_desktop.storage import paths
 from qwen_desktop.storage.chats import DEFAULT_TITLE, ChatStore, Message, open_chat_store, title_from_text
-from qwen_desktop.storage.errors import StorageError
+from qwen_desktop.storage.errors import DamagedChatError, NotFoundError, StorageError
 from qwen_desktop.storage.settings import Settings, load_settings, save_settings
 from qwen_desktop.ui.chat_view import Branch, ChatView
 from qwen_desktop.ui.markdown_render import render_markdown
@@ -524,7 +525,12 @@ class MainWindow(QMainWindow):
         if self.conversation_id is None:
             self.chat_view.show_messages([], {}, set())
             return
-        path = self.store.path(self.conversation_id)
+        try:
+            path = self.store.path(self.conversation_id)
+        except DamagedChatError as exc:  # a loop of parents in a damaged file: say so, show nothing
+            self.chat_view.show_messages([], {}, set())
+            self.show_banner(str(exc))
+            return
         branches: dict[int, Branch] = {}
         for message in path:
             siblings = self.store.siblings(message.id)
@@ -552,9 +558,10 @@ class MainWindow(QMainWindow):
     def system_prompt(self) -> str:
         """The system prompt of the current conversation."""
         if self.conversation_id is not None:
-            own = self.store.get_conversation(self.conversation_id).system_prompt
-            if own is not None:
-                return own
+            with contextlib.suppress(NotFoundError):  # deleted under us: _on_finished says so
+                own = self.store.get_conversation(self.conversation_id).system_prompt
+                if own is not None:
+                    return own
         return self.settings.system_prompt
 
     def prompt_messages(self, path: list[Message]) -> list[dict[str, str]]:
@@ -590,7 +597,11 @@ class MainWindow(QMainWindow):
         if self.edit_target is not None:
             parent = self.edit_target.parent_id
         else:
-            path = self.store.path(self.conversation_id)
+            try:
+                path = self.store.path(self.conversation_id)
+            except DamagedChatError as exc:
+                self.show_banner(str(exc))
+                return
             parent = path[-1].id if path else None
         user = self.store.add_message(self.conversation_id, "user", text, parent_id=parent)
         if self.store.get_conversation(self.conversation_id).title in (DEFAULT_TITLE, self.tr("New chat")):
@@ -673,7 +684,9 @@ class MainWindow(QMainWindow):
             )
         if self._closing:
             return
-        if message_id is not None and self.conversation_id is not None:
+        if message_id is not None and not self._message_exists(message_id):
+            self._answer_vanished()
+        elif message_id is not None and self.conversation_id is not None:
             self.reload_messages()
             view = self.chat_view.view_of(message_id)
             if view is not None and result.error:
@@ -683,6 +696,30 @@ class MainWindow(QMainWindow):
         self._update_controls()
         self.update_meter()
         emit(self.answer_finished, result)
+
+    def _message_exists(self, message_id: int) -> bool:
+        try:
+            self.store.get_message(message_id)
+        except NotFoundError:
+            return False
+        return True
+
+    def _answer_vanished(self) -> None:
+        """The answer's message was deleted under us (another program on the same database): say so in
+        plain words and show what is left."""
+        self.show_banner(
+            self.tr(
+                "This chat was changed outside this window while the answer was written: the answer or its "
+                "chat no longer exists, so the answer was not kept."
+            )
+        )
+        if self.conversation_id is not None:
+            try:
+                self.store.get_conversation(self.conversation_id)
+            except NotFoundError:
+                self.conversation_id = None
+        self.reload_messages()
+        self.refresh_conversations()
 
     # ----------------------------------------------------------------- editing and copying
 
@@ -727,7 +764,10 @@ class MainWindow(QMainWindow):
             self.meter.setFormat(self.tr("context: –"))
             self.context_warning.hide()
             return
-        path = self.store.path(self.conversation_id) if self.conversation_id is not None else []
+        try:
+            path = self.store.path(self.conversation_id) if self.conversation_id is not None else []
+        except StorageError:  # a damaged or vanished chat: reload_messages says so
+            path = []
         if self.edit_target is not None:
             ids = [m.id for m in path]
             if self.edit_target.id in ids:
@@ -868,8 +908,9 @@ class MainWindow(QMainWindow):
         self.bridge.shutdown()
         if self.streaming_id is not None:
             # The worker saved the text as "cancelled"; make sure nothing is left "streaming".
-            message = self.store.get_message(self.streaming_id)
-            if message.status == "streaming":
-                self.store.update_message(self.streaming_id, status="cancelled")
+            with contextlib.suppress(NotFoundError):  # it may have been deleted under us
+                message = self.store.get_message(self.streaming_id)
+                if message.status == "streaming":
+                    self.store.update_message(self.streaming_id, status="cancelled")
         self.store.close()
         super().closeEvent(event)

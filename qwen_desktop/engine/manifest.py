@@ -30,13 +30,16 @@ def read_manifest(folder: Path) -> dict[str, Any]:
     if not path.is_file():
         raise ModelError(f"{folder}: no {MANIFEST} (not a model folder built by Qwen Desktop)")
     try:
-        doc: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError):
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
         raise ModelError(f"{path}: the manifest is corrupt") from None
-    if doc.get("format") != MANIFEST_FORMAT:
+    except OSError as exc:
+        raise ModelError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    if not isinstance(doc, dict) or doc.get("format") != MANIFEST_FORMAT:
         raise ModelError(f"{path}: not a Qwen Desktop model manifest")
-    if int(doc.get("format_version", 0)) > MANIFEST_VERSION:
-        raise ModelError(
-            f"{path}: made by a newer Qwen Desktop (format {doc.get('format_version')}); please update"
-        )
+    version = doc.get("format_version", 0)
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise ModelError(f"{path}: the manifest's format_version is not a number")
+    if version > MANIFEST_VERSION:
+        raise ModelError(f"{path}: made by a newer Qwen Desktop (format {version}); please update")
     return doc

@@ -165,7 +165,8 @@ class MainWindow(QMainWindow):
         self.rename_button.clicked.connect(self.rename_conversation)
         self.delete_button = QPushButton(self.tr("Delete"))
         self.delete_button.setAccessibleName(self.tr("Delete conversation"))
-        self.delete_button.clicked.connect(self.delete_conversation)
+        # clicked(bool) would pass checked=False as `confirm`: the lambda keeps the question.
+        self.delete_button.clicked.connect(lambda: self.delete_conversation())
         row.addWidget(self.rename_button)
         row.addWidget(self.delete_button)
         left_layout.addLayout(row)
@@ -504,11 +505,16 @@ class MainWindow(QMainWindow):
                 QMessageBox.Icon.Question,
                 self.tr("Delete conversation"),
                 self.tr("Delete “%1” and all its messages? This cannot be undone.").replace("%1", conv.title),
-                QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
+                QMessageBox.StandardButton.Cancel,
                 self,
             )
-            box.setDefaultButton(QMessageBox.StandardButton.No)
-            if box.exec() != QMessageBox.StandardButton.Yes:
+            delete = box.addButton(self.tr("Delete"), QMessageBox.ButtonRole.DestructiveRole)
+            delete.setAccessibleName(self.tr("Delete the conversation"))
+            # Enter (the default) and Esc both keep the chat: only a deliberate click deletes.
+            box.setDefaultButton(QMessageBox.StandardButton.Cancel)
+            box.setEscapeButton(QMessageBox.StandardButton.Cancel)
+            box.exec()
+            if box.clickedButton() is not delete:
                 return
         self.store.delete_conversation(conv.id)
         self.conversation_id = None

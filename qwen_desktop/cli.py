@@ -186,7 +186,7 @@ def cmd_models(args: argparse.Namespace) -> int:
                 m.precision,
                 _human_bytes(m.bytes_on_disk),
                 m.checksum[:12],
-                m.source_text,
+                f"BROKEN: {m.problem} (qwen-desktop models --delete {m.name})" if m.broken else m.source_text,
             )
             for m in models
         ]

@@ -848,7 +848,11 @@ class MainWindow(QMainWindow):
         try:
             from qwen_desktop.library.registry import Registry
 
-            return [(m.display_name, str(m.folder)) for m in Registry(self.models_dir()).list_models()]
+            return [
+                (m.display_name, str(m.folder))
+                for m in Registry(self.models_dir()).list_models()
+                if not m.broken
+            ]
         except Exception:
             return []
 

@@ -277,12 +277,14 @@ class ModelsDialog(QDialog):
             name = model.display_name
             if in_use:
                 name += " " + self.tr("(in use)")
+            if model.broken:
+                name += " " + self.tr("(broken: delete it or import it again)")
             tips = [
                 self.tr("The default: opened when the app starts") if model.is_default else "",
                 f"{model.name}\n{model.folder}",
                 "",
                 "",
-                model.source_text,
+                model.problem or model.source_text,
                 f"sha256 {model.checksum}",
             ]
             cells = [
@@ -290,7 +292,7 @@ class ModelsDialog(QDialog):
                 name,
                 model.precision,
                 human_bytes(model.bytes_on_disk),
-                model.source_text,
+                model.problem or model.source_text,
                 model.checksum[:12],
             ]
             for column, (text, tip) in enumerate(zip(cells, tips, strict=True)):
@@ -363,7 +365,7 @@ class ModelsDialog(QDialog):
 
     def _update_buttons(self) -> None:
         model = self.selected_model()
-        self.default_button.setEnabled(model is not None and not model.is_default)
+        self.default_button.setEnabled(model is not None and not model.is_default and not model.broken)
         self.delete_button.setEnabled(model is not None)
         busy = self.download_dialog is not None and self.download_dialog.running
         self.import_button.setEnabled(not busy)

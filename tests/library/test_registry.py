@@ -189,6 +189,74 @@ def test_a_prebuilt_onnx_export_installs_as_it_is_and_chats(hub, models, tmp_pat
     assert say_hello(model.folder)
 
 
+def _export_files(tmp_path, tiny_hf, **config_changes) -> dict[str, bytes]:
+    plain = tmp_path / "plain"
+    if not plain.exists():
+        build_model(tiny_hf, plain, style="plain")
+    config = json.loads((tiny_hf / "config.json").read_text()) | config_changes
+    return {
+        "onnx/model_q4.onnx": (plain / "model.onnx").read_bytes(),
+        "config.json": json.dumps(config).encode(),
+        "generation_config.json": b"{}",
+        "tokenizer.json": (tiny_hf / "tokenizer.json").read_bytes(),
+        "tokenizer_config.json": (tiny_hf / "tokenizer_config.json").read_bytes(),
+    }
+
+
+def _graph_gets(hub) -> int:
+    return sum(r.path.endswith("model_q4.onnx") for r in hub.file_requests())
+
+
+def test_an_export_with_impossible_sizes_is_refused_before_its_files_move(hub, models, tmp_path, tiny_hf):
+    entry = find_entry("qwen2.5-0.5b-instruct-onnx")
+    hub.add_repo(entry.repo, _export_files(tmp_path, tiny_hf, num_attention_heads=0))
+    with pytest.raises(ModelError, match=r"impossible sizes.*num_heads"):
+        models.install_from_download(entry.name, endpoint=hub.endpoint)
+    kept = models.models_dir / DOWNLOADS / entry.name
+    assert (kept / "onnx" / "model_q4.onnx").is_file()  # the verified download stays for the next try
+    assert leftovers(models) == [] and models.list_models() == []
+
+    hub.add_repo(entry.repo, _export_files(tmp_path, tiny_hf))  # the repository is fixed
+    gets = _graph_gets(hub)
+    model = models.install_from_download(entry.name, endpoint=hub.endpoint)
+    assert _graph_gets(hub) == gets  # the graph was not fetched again
+    assert read_manifest(model.folder)["config"]["num_heads"] > 0 and say_hello(model.folder)
+
+
+def test_a_failure_after_the_move_puts_the_downloads_back(hub, models, tmp_path, tiny_hf):
+    entry = find_entry("qwen2.5-0.5b-instruct-onnx")
+    files = _export_files(tmp_path, tiny_hf)
+    hub.add_repo(entry.repo, files)
+    total = sum(len(b) for b in files.values())
+
+    def squat(p):  # when the last byte arrives, something else takes the model's folder name
+        if p.done == total:
+            (models.models_dir / entry.name).mkdir(exist_ok=True)
+
+    with pytest.raises(ModelError, match="appeared while installing"):
+        models.install_from_download(entry.name, endpoint=hub.endpoint, on_download=squat)
+    kept = models.models_dir / DOWNLOADS / entry.name
+    assert sorted(str(p.relative_to(kept)) for p in kept.rglob("*") if p.is_file()) == sorted(files)
+    assert leftovers(models) == []
+
+
+def test_an_install_killed_after_the_move_reuses_the_staged_files(hub, models, tmp_path, tiny_hf):
+    entry = find_entry("qwen2.5-0.5b-instruct-onnx")
+    hub.add_repo(entry.repo, _export_files(tmp_path, tiny_hf, num_attention_heads=0))
+    with pytest.raises(ModelError):
+        models.install_from_download(entry.name, endpoint=hub.endpoint)
+    # What a kill between the move and the rename into place leaves: the files in staging.
+    kept = models.models_dir / DOWNLOADS / entry.name
+    staged = models.models_dir / STAGING / entry.name
+    staged.parent.mkdir(parents=True)
+    shutil.move(kept, staged)
+    hub.add_repo(entry.repo, _export_files(tmp_path, tiny_hf))
+    gets = _graph_gets(hub)
+    model = models.install_from_download(entry.name, endpoint=hub.endpoint)
+    assert _graph_gets(hub) == gets
+    assert model.name == entry.name and leftovers(models) == []
+
+
 # ------------------------------------------------------------------- import, delete, default
 
 
@@ -272,7 +340,43 @@ def test_only_complete_folders_are_listed(models, tiny_gguf):
     (models.models_dir / "damaged").mkdir()
     (models.models_dir / "damaged" / "manifest.json").write_text("{not json")
     (models.models_dir / REGISTRY_FILE).unlink()  # registry.json lost: the folders are still found
-    assert [m.name for m in models.list_models()] == ["good"]
+    listed = models.list_models()
+    assert [m.name for m in listed] == ["damaged", "good"]
+    assert [m.name for m in listed if not m.broken] == ["good"]
+    assert "manifest is corrupt" in listed[0].problem
+    assert models.get_default().name == "good"  # a broken folder is never the default
+
+
+BAD_MANIFESTS = [
+    "[]",
+    '{"format": "qwen-desktop-model", "format_version": "abc"}',
+    '{"format": "qwen-desktop-model", "format_version": null}',
+    '"manifest"',
+    "[" * 100_000,
+]
+
+
+@pytest.mark.parametrize("text", BAD_MANIFESTS, ids=["list", "version-abc", "version-null", "string", "deep"])
+def test_a_bad_manifest_is_listed_as_broken_and_deleted_through_the_cli(tmp_path, capsys, tiny_gguf, text):
+    folder = tmp_path / "models"
+    assert main(["import", str(tiny_gguf), "--name", "good", "--dir", str(folder)]) == 0
+    (folder / "bad").mkdir()
+    (folder / "bad" / "manifest.json").write_text(text)
+    with pytest.raises(ModelError, match="manifest"):
+        read_manifest(folder / "bad")
+    capsys.readouterr()
+
+    assert main(["models", "--dir", str(folder)]) == 0
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines() if line.lstrip("* ").startswith("bad "))
+    assert "BROKEN" in row and "qwen-desktop models --delete bad" in row
+    assert any(line.startswith("*") and " good " in line for line in out.splitlines())
+    assert main(["models", "--set-default", "bad", "--dir", str(folder)]) == 1
+    assert "bad cannot be the default" in capsys.readouterr().err
+
+    assert main(["models", "--delete", "bad", "--dir", str(folder)]) == 0
+    assert not (folder / "bad").exists()
+    assert [m.name for m in Registry(folder).list_models()] == ["good"]
 
 
 # ------------------------------------------------------------------- the CLI, in process

@@ -301,3 +301,35 @@ def test_closing_the_page_mid_download_cancels_joins_and_keeps_the_part(open_dia
     assert not pending.task.install_thread.isRunning() and not pending.isVisible()
     assert part_path(paths.models_dir() / DOWNLOADS / NAME / ENTRY.files[0]).stat().st_size > 0
     assert Registry(paths.models_dir()).list_models() == []
+
+
+def test_a_broken_model_folder_is_listed_and_deleted_from_the_dialog(
+    qtbot, open_dialog, monkeypatch, tiny_model_dir
+):
+    from PySide6.QtCore import Qt
+
+    install_copy(tiny_model_dir, "good")
+    broken = paths.models_dir() / "broken"
+    broken.mkdir()
+    (broken / "manifest.json").write_text('{"format": "qwen-desktop-model", "format_version": "abc"}')
+    dialog = open_dialog()  # opens despite the bad manifest
+    assert installed_names(dialog) == ["broken", "good"]
+    table = dialog.installed_table
+    assert "broken" in table.item(0, 1).text() and "format_version" in table.item(0, 4).text()
+
+    rect = table.visualItemRect(table.item(0, 1))
+    qtbot.mouseClick(table.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
+    assert dialog.selected_model().name == "broken"
+    assert not dialog.default_button.isEnabled() and dialog.delete_button.isEnabled()
+
+    asked: list[str] = []
+
+    def answer_yes(box):  # the confirmation box, answered as a user would
+        asked.append(box.text())
+        return QMessageBox.StandardButton.Yes
+
+    monkeypatch.setattr(QMessageBox, "exec", answer_yes)
+    qtbot.mouseClick(dialog.delete_button, Qt.MouseButton.LeftButton)
+    assert asked and str(broken) in asked[-1]
+    assert installed_names(dialog) == ["good"]
+    assert not broken.exists()

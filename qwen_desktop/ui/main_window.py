@@ -165,8 +165,8 @@ class MainWindow(QMainWindow):
         self.rename_button.clicked.connect(self.rename_conversation)
         self.delete_button = QPushButton(self.tr("Delete"))
         self.delete_button.setAccessibleName(self.tr("Delete conversation"))
-        # clicked(bool) would pass checked=False as `confirm`: the lambda keeps the question.
-        self.delete_button.clicked.connect(lambda: self.delete_conversation())
+        # Not delete_conversation itself: clicked(bool) would pass checked=False as `confirm`.
+        self.delete_button.clicked.connect(self._ask_to_delete)
         row.addWidget(self.rename_button)
         row.addWidget(self.delete_button)
         left_layout.addLayout(row)
@@ -494,6 +494,9 @@ class MainWindow(QMainWindow):
         if ok and title.strip():
             self.store.rename_conversation(conv.id, title)
             self.refresh_conversations()
+
+    def _ask_to_delete(self) -> None:
+        self.delete_conversation(confirm=True)
 
     def delete_conversation(self, confirm: bool = True) -> None:
         """Delete the current conversation after asking."""

@@ -20,7 +20,7 @@ TOKENIZER_FILE = "tokenizer.json"
 MANIFEST_FORMAT = "qwen-desktop-model"
 MANIFEST_VERSION = 3  # 3: the fast graphs read the KV cache through views (kv_layout "views")
 # How a fast-style folder's graphs read the KV cache: "views" (format 3) or "shared" (GroupQueryAttention's
-# one past/present buffer, format 2; a manifest without the key). See models/onnx_writer.py.
+# one past/present buffer, format 2; a manifest without the key). See convert/onnx_writer.py.
 KV_LAYOUTS = ("views", "shared")
 
 

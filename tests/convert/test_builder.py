@@ -258,9 +258,9 @@ def test_a_2bit_head_preview_still_scores_its_best_tokens_exactly(monkeypatch, t
     MatMulNBits reads 2-bit codes, and whose candidates still get the exact blocks-of-32 score."""
     import onnxruntime as ort
 
-    from qwen_desktop.convert import onnx_writer
+    from qwen_desktop.convert import onnx_fast, onnx_writer
 
-    monkeypatch.setattr(onnx_writer, "HEAD_PREVIEW_BITS", 2)
+    monkeypatch.setattr(onnx_fast, "HEAD_PREVIEW_BITS", 2)
     monkeypatch.setitem(onnx_writer.FAST_BLOCK_SIZES, "lm_head_preview", 128)
     w = tiny_weights[EMBED if tiny_cfg.tie_word_embeddings else LM_HEAD]
     model = onnx_writer.build_head_graph(tiny_cfg, tiny_weights.__getitem__)

@@ -14,7 +14,7 @@ import tracemalloc
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from qwen_desktop.convert.gguf_reader import GGUFSource
@@ -151,11 +151,13 @@ def write_mutated_safetensors(folder: Path, parts, mutation: dict) -> None:
     header = json.loads(json.dumps(header))
     names = sorted(n for n in header if n != "__metadata__")
     for index, key, value in mutation.get("fields", []):
-        entry = header[names[index % len(names)]]
+        name = names[index % len(names)]
         if key == "entry":
-            header[names[index % len(names)]] = value
-        else:
-            entry[key] = value
+            header[name] = value
+        elif isinstance(header[name], dict):
+            header[name][key] = value
+        else:  # an earlier mutation made the entry a non-table: this one gives it a single field
+            header[name] = {key: value}
     if "header" in mutation:
         header = mutation["header"]
     text = json.dumps(header).encode()
@@ -189,6 +191,7 @@ safetensors_mutations = st.fixed_dictionaries(
 
 @FUZZ
 @given(mutation=safetensors_mutations)
+@example(mutation={"fields": [(0, "entry", []), (0, "dtype", [])]})  # a field set on an entry made a list
 @pytest.mark.timeout(300)
 def test_mutated_safetensors_reads_or_fails_cleanly(hf_folder, hf_parts, mutation):
     write_mutated_safetensors(hf_folder, hf_parts, mutation)

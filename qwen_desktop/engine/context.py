@@ -6,7 +6,8 @@ what was dropped. A single message too long for the window is cut in the middle 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from qwen_desktop.engine.chat_template import Message, render_chat
@@ -14,6 +15,9 @@ from qwen_desktop.engine.tokenizer import ChatTokenizer
 
 TRIM_MARK = "\n[… trimmed to fit the context …]\n"
 MIN_REPLY_ROOM = 16
+# Placeholders the template renders in place of message contents (private-use characters).
+_MARK_OPEN, _MARK_CLOSE = "\ue000", "\ue001"
+_MARK = re.compile(f"{_MARK_OPEN}([0-9]{{1,9}}){_MARK_CLOSE}")
 
 
 @dataclass(frozen=True)
@@ -60,7 +64,43 @@ class ContextBuilder:
         self.template = template
 
     def encode(self, messages: Sequence[Message]) -> list[int]:
-        return self.tokenizer.encode(render_chat(self.template, messages, add_generation_prompt=True))
+        """The prompt ids of ``messages``: only the template's own markers become special tokens.
+
+        The template renders placeholders for the contents, so its output tells its own text from the
+        messages'. Special-token strings in the template's text become their ids; everything between two of
+        them (template text and message contents alike) is tokenized as plain text, in one piece, so a
+        conversation whose contents hold no such strings gets the ids a whole-string encode would give.
+        """
+        marks = [f"{_MARK_OPEN}{i}{_MARK_CLOSE}" for i in range(len(messages))]
+        shown = [{**m, "content": marks[i]} for i, m in enumerate(messages)]
+        rendered = render_chat(self.template, shown, add_generation_prompt=True)
+        ids: list[int] = []
+        plain: list[str] = []  # text since the last special token
+
+        def flush() -> None:
+            ids.extend(self.tokenizer.encode_text("".join(plain)))
+            plain.clear()
+
+        at = 0
+        for match in _MARK.finditer(rendered):
+            self._add_template_text(rendered[at : match.start()], ids, plain, flush)
+            index = int(match.group(1))
+            if index < len(messages):
+                plain.append(messages[index]["content"])
+            at = match.end()
+        self._add_template_text(rendered[at:], ids, plain, flush)
+        flush()
+        return ids
+
+    def _add_template_text(
+        self, text: str, ids: list[int], plain: list[str], flush: Callable[[], None]
+    ) -> None:
+        for piece, special in self.tokenizer.split_special(text):
+            if special:
+                flush()
+                ids.append(self.tokenizer.special_ids[piece])
+            else:
+                plain.append(piece)
 
     def plan(self, messages: Sequence[Message], limit: int, reply_room: int) -> ContextPlan:
         """Choose what fits in ``limit`` tokens while leaving ``reply_room`` for the answer.
@@ -119,7 +159,7 @@ class ContextBuilder:
             if over <= 0:
                 break
             target = max(system + rest, key=lambda m: len(m["content"]))
-            ids = self.tokenizer.encode(target["content"])
+            ids = self.tokenizer.encode_text(target["content"])
             keep = max(0, len(ids) - over - self.tokenizer.count(TRIM_MARK) - 8)
             head, tail = keep // 2, keep - keep // 2
             target["content"] = (

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -11,7 +12,12 @@ from qwen_desktop.engine.errors import ModelError
 
 
 class ChatTokenizer:
-    """Byte-level BPE tokenizer loaded from a ``tokenizer.json``."""
+    """Byte-level BPE tokenizer loaded from a ``tokenizer.json``.
+
+    Special tokens (``<|im_start|>``, ``<|im_end|>``, ...) are written by the chat template, never by the
+    people and programs whose text fills it: ``encode_text`` reads their strings as plain text, and only
+    ``encode`` (for text the app or the template wrote) turns them into their ids.
+    """
 
     def __init__(self, path: Path) -> None:
         try:
@@ -21,10 +27,41 @@ class ChatTokenizer:
         except Exception as exc:  # tokenizers raises a plain Exception on bad JSON
             raise ModelError(f"{path.parent.name}: tokenizer.json cannot be read ({exc})") from None
         self.vocab_size = self._tok.get_vocab_size(with_added_tokens=True)
+        # The tokenizer itself never parses special tokens; encode() finds them (the same ones) itself.
+        self._tok.encode_special_tokens = True
+        self.special_ids: dict[str, int] = {
+            added.content: int(tid)
+            for tid, added in self._tok.get_added_tokens_decoder().items()
+            if added.special and added.content
+        }
+        names = sorted(self.special_ids, key=len, reverse=True)
+        self._special = re.compile("|".join(map(re.escape, names))) if names else None
 
     def encode(self, text: str) -> list[int]:
-        """Token ids of ``text``; special-token strings in it (``<|im_start|>``) become their ids."""
-        return list(self._tok.encode(text, add_special_tokens=False).ids)
+        """Token ids of trusted ``text``: special-token strings in it (``<|im_start|>``) become their ids."""
+        ids: list[int] = []
+        for piece, special in self.split_special(text):
+            ids += [self.special_ids[piece]] if special else self.encode_text(piece)
+        return ids
+
+    def encode_text(self, text: str) -> list[int]:
+        """Token ids of untrusted ``text``: a special-token string in it is read as the characters it is."""
+        return list(self._tok.encode(text, add_special_tokens=False).ids) if text else []
+
+    def split_special(self, text: str) -> list[tuple[str, bool]]:
+        """``text`` as pieces, each a special-token string (True) or the text between them (False)."""
+        if self._special is None:
+            return [(text, False)] if text else []
+        pieces: list[tuple[str, bool]] = []
+        at = 0
+        for match in self._special.finditer(text):
+            if match.start() > at:
+                pieces.append((text[at : match.start()], False))
+            pieces.append((match.group(), True))
+            at = match.end()
+        if at < len(text):
+            pieces.append((text[at:], False))
+        return pieces
 
     def decode(self, ids: Sequence[int], skip_special_tokens: bool = False) -> str:
         return str(self._tok.decode(list(ids), skip_special_tokens=skip_special_tokens))
@@ -34,7 +71,8 @@ class ChatTokenizer:
         return None if tid is None else int(tid)
 
     def count(self, text: str) -> int:
-        return len(self._tok.encode(text, add_special_tokens=False).ids)
+        """How many tokens untrusted ``text`` is (as ``encode_text`` reads it)."""
+        return len(self.encode_text(text))
 
 
 class StreamingDetokenizer:

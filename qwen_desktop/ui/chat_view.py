@@ -14,6 +14,7 @@ from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
     QLabel,
+    QMessageBox,
     QScrollArea,
     QSizePolicy,
     QTextBrowser,
@@ -23,12 +24,45 @@ from PySide6.QtWidgets import (
 )
 
 from qwen_desktop.storage.chats import Message
-from qwen_desktop.ui.markdown_render import LIGHT, Colors, render_markdown, render_plain
+from qwen_desktop.ui.markdown_render import LIGHT, Colors, render_markdown, render_plain, reveal_bidi
 from qwen_desktop.ui.throttle import Throttle
 from qwen_desktop.worker import emit
 
 RENDER_INTERVAL_MS = 33  # ~30 renders a second while an answer streams
 OPEN_SCHEMES = ("http", "https", "mailto")
+
+
+def link_target(url: QUrl) -> QUrl | None:
+    """The URL a clicked link may open, or None: only http, https and mailto, and a mailto link loses its
+    query and fragment (``?attach=/etc/passwd``, ``&body=…``) so it can only address a mail."""
+    scheme = url.scheme().lower()
+    if scheme not in OPEN_SCHEMES or not url.isValid():
+        return None
+    target = QUrl(url)
+    if scheme == "mailto":
+        target.setQuery(None)  # None clears it ("" would leave a bare "?")
+        target.setFragment(None)
+    return target
+
+
+def confirm_open(parent: QWidget, url: QUrl) -> bool:
+    """Ask before opening a link, showing its real target (the text of a link can claim anything)."""
+    shown = reveal_bidi(url.toDisplayString())
+    encoded = bytes(url.toEncoded().data()).decode("ascii", "replace")
+    if encoded != shown:  # a look-alike host or path shows as the address it really is, too
+        shown += "\n" + encoded
+    box = QMessageBox(
+        QMessageBox.Icon.Question,
+        parent.tr("Open link"),
+        parent.tr("Open this address outside the app?") + "\n\n" + shown,
+        QMessageBox.StandardButton.Open | QMessageBox.StandardButton.Cancel,
+        parent,
+    )
+    box.setTextFormat(Qt.TextFormat.PlainText)  # the address is shown as text, whatever it contains
+    box.setDefaultButton(QMessageBox.StandardButton.Cancel)
+    box.setEscapeButton(QMessageBox.StandardButton.Cancel)
+    box.setObjectName("linkConfirmation")
+    return box.exec() == QMessageBox.StandardButton.Open
 
 
 class MessageBody(QTextBrowser):
@@ -55,6 +89,7 @@ class MessageBody(QTextBrowser):
         self.viewport().setAutoFillBackground(False)
         self.setStyleSheet("QTextBrowser { background: transparent; }")
         self.anchorClicked.connect(self._on_anchor)
+        self.highlighted.connect(self._on_hover)
         self.document().documentLayout().documentSizeChanged.connect(self._fit_height)
 
     def loadResource(self, kind: int, url: QUrl | str) -> object:  # noqa: N802 - Qt's name
@@ -68,8 +103,15 @@ class MessageBody(QTextBrowser):
                 emit(self.copy_code, int(url.path()))
             except ValueError:
                 return
-        elif url.scheme().lower() in OPEN_SCHEMES:
-            QDesktopServices.openUrl(url)
+            return
+        target = link_target(url)
+        if target is not None and confirm_open(self, target):
+            QDesktopServices.openUrl(target)
+
+    def _on_hover(self, url: QUrl) -> None:
+        """Hovering a link shows where it really goes (its text may name another address)."""
+        target = link_target(url) if url.scheme() != "copy" else None
+        self.setToolTip(reveal_bidi(target.toDisplayString()) if target is not None else "")
 
     def _fit_height(self) -> None:
         height = int(self.document().size().height()) + 4
@@ -204,7 +246,11 @@ class MessageView(QFrame):
             self.body.setHtml(render_plain(self.text))
             return
         rendered = render_markdown(
-            self.text, self.colors, copy_label=self.tr("Copy code"), streaming=self.streaming
+            self.text,
+            self.colors,
+            copy_label=self.tr("Copy code"),
+            streaming=self.streaming,
+            plain_note=self.tr("Shown as plain text: {reason}."),
         )
         self.code_blocks = rendered.code_blocks
         bar = self.body.horizontalScrollBar().value()

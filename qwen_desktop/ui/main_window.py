@@ -41,7 +41,7 @@ from qwen_desktop.storage.chats import DEFAULT_TITLE, ChatStore, Message, open_c
 from qwen_desktop.storage.errors import DamagedChatError, NotFoundError, StorageError
 from qwen_desktop.storage.settings import Settings, load_settings, save_settings
 from qwen_desktop.ui.chat_view import Branch, ChatView
-from qwen_desktop.ui.markdown_render import render_markdown
+from qwen_desktop.ui.markdown_render import render_markdown, render_plain, reveal_bidi
 from qwen_desktop.ui.theme import apply_theme
 from qwen_desktop.ui.throttle import Throttle
 from qwen_desktop.worker import AnswerResult, EngineBridge, ModelInfo, emit
@@ -456,9 +456,9 @@ class MainWindow(QMainWindow):
         self.conversation_list.blockSignals(True)
         self.conversation_list.clear()
         for conv in self.store.list_conversations():
-            item = QListWidgetItem(conv.title)
+            item = QListWidgetItem(reveal_bidi(conv.title))
             item.setData(Qt.ItemDataRole.UserRole, conv.id)
-            item.setToolTip(conv.title)
+            item.setToolTip(render_plain(conv.title))
             self.conversation_list.addItem(item)
             if conv.id == self.conversation_id:
                 self.conversation_list.setCurrentItem(item)
@@ -507,7 +507,9 @@ class MainWindow(QMainWindow):
             box = QMessageBox(
                 QMessageBox.Icon.Question,
                 self.tr("Delete conversation"),
-                self.tr("Delete “%1” and all its messages? This cannot be undone.").replace("%1", conv.title),
+                self.tr("Delete “%1” and all its messages? This cannot be undone.").replace(
+                    "%1", reveal_bidi(conv.title)
+                ),
                 QMessageBox.StandardButton.Cancel,
                 self,
             )

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import pytest
 from PySide6.QtCore import QUrl
 from PySide6.QtGui import QGuiApplication, QTextImageFormat
 
 from qwen_desktop.storage.chats import ChatStore
 from qwen_desktop.ui.markdown_render import render_markdown
 from qwen_desktop.worker import emit
+from tests.ui.test_links import answer_box
 
 MALICIOUS = """Look here <script>alert('x')</script> and <b onclick="steal()">bold</b>.
 
@@ -44,6 +46,7 @@ def test_an_unfinished_fence_shows_as_code_while_streaming():
     assert rendered.code_blocks == ["let a = 1\n"]
 
 
+@pytest.mark.qt_log_ignore("This plugin does not support propagateSizeHints")
 def test_malicious_answer_in_the_window_is_inert(make_window, home, qtbot, monkeypatch):
     with ChatStore(home / "chats.sqlite3") as store:
         conv = store.create_conversation("Suspicious")
@@ -76,7 +79,23 @@ def test_malicious_answer_in_the_window_is_inert(make_window, home, qtbot, monke
     emit(body.anchorClicked, QUrl("javascript:alert(1)"))
     emit(body.anchorClicked, QUrl("file:///etc/passwd"))
     assert opened == []
+    # An https link opens only after the user says so (tests/ui/test_links.py clicks it).
+    seen = answer_box(qtbot, "Open")
     emit(body.anchorClicked, QUrl("https://qwen.ai/docs"))
-    assert [u.toString() for u in opened] == ["https://qwen.ai/docs"]
+    assert seen and [u.toString() for u in opened] == ["https://qwen.ai/docs"]
     emit(body.anchorClicked, QUrl("copy:0"))
     assert QGuiApplication.clipboard().text() == "rm -rf /tmp/x\n"
+
+
+def test_a_stored_answer_that_once_bricked_the_app_opens_normally(make_window, home, qtbot):
+    """Issue 25 defect 1: ``"- " * 800 + "a"`` raised RecursionError at every start. Now the window opens,
+    shows it as plain text with a note, and the chat list and the other answers are normal."""
+    with ChatStore(home / "chats.sqlite3") as store:
+        conv = store.create_conversation("\u202etxt.exe")
+        store.add_message(conv.id, "user", "Nest")
+        store.add_message(conv.id, "assistant", "- " * 800 + "a")
+    window = make_window(wait_ready=False)
+    shown = window.chat_view.last_answer().body.toPlainText()
+    assert "Shown as plain text" in shown and shown.rstrip().endswith("- - - a")
+    # Issue 22 defect 3: a title cannot reverse itself in the chat list either.
+    assert window.conversation_list.item(0).text() == "⟨U+202E⟩txt.exe"

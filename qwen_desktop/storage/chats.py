@@ -247,7 +247,7 @@ class ChatStore:
             self._conn = sqlite3.connect(
                 self.file, timeout=5.0, isolation_level=None, check_same_thread=False
             )
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, UnicodeDecodeError) as exc:
             raise sqlite_storage_error(exc, self.file) from exc
         try:
             self._open(migrations)
@@ -262,7 +262,7 @@ class ChatStore:
             # FULL fsyncs each commit: commits come about once a second, and a power cut then keeps them too.
             self._conn.execute("PRAGMA synchronous = FULL")
             problems = [row[0] for row in self._conn.execute("PRAGMA quick_check(1)")]
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, UnicodeDecodeError) as exc:
             raise sqlite_storage_error(exc, self.file) from exc
         if problems != ["ok"]:
             raise CorruptDatabaseError(f"{self.file} is damaged ({' '.join(str(problems[0]).split())}).")
@@ -291,7 +291,7 @@ class ChatStore:
                 raise
             except Exception as exc:
                 raise StorageError(
-                    f"Cannot upgrade the chat database {self.file} to schema {number}: {exc}"
+                    f"Cannot upgrade the chat database {self.file} to schema {number}: {' '.join(str(exc).split())}"
                 ) from exc
 
     def close(self) -> None:
@@ -321,7 +321,7 @@ class ChatStore:
                         with contextlib.suppress(sqlite3.Error):
                             self._conn.execute("ROLLBACK")
                     raise
-            except sqlite3.Error as exc:
+            except (sqlite3.Error, UnicodeDecodeError) as exc:
                 raise sqlite_storage_error(exc, self.file) from exc
 
     def _query(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> list[Any]:
@@ -329,7 +329,7 @@ class ChatStore:
             try:
                 rows: list[Any] = self._conn.execute(sql, params).fetchall()
                 return rows
-            except sqlite3.Error as exc:
+            except (sqlite3.Error, UnicodeDecodeError) as exc:
                 raise sqlite_storage_error(exc, self.file) from exc
 
     # Conversations

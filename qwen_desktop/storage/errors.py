@@ -57,8 +57,14 @@ def os_storage_error(action: str, path: Path, exc: OSError) -> StorageError:
     return StorageError(f"Cannot {action} {path}: {_one_line(exc.strerror or str(exc))}.")
 
 
-def sqlite_storage_error(exc: sqlite3.Error, path: Path) -> StorageError:
-    """Turn an `sqlite3.Error` into a one-line `StorageError` (or `CorruptDatabaseError`)."""
+def sqlite_storage_error(exc: sqlite3.Error | UnicodeDecodeError, path: Path) -> StorageError:
+    """Turn an `sqlite3.Error` into a one-line `StorageError` (or `CorruptDatabaseError`).
+
+    A `UnicodeDecodeError` is what Python's sqlite3 raises when a damaged file makes SQLite report an
+    error whose text is not UTF-8: the file is damaged.
+    """
+    if isinstance(exc, UnicodeDecodeError):
+        return CorruptDatabaseError(f"{path} is not a readable chat database (damaged data).")
     message = _one_line(str(exc))
     # sqlite_errorcode exists from Python 3.11; the message test covers 3.10.
     code = getattr(exc, "sqlite_errorcode", None)

@@ -114,6 +114,14 @@ class _Opened:
     made_entry: bool = False  # this load wrote that entry
 
 
+@dataclass(frozen=True)
+class CacheState:
+    """A conversation's KV cache put aside (``OnnxModel.save_cache``)."""
+
+    tokens: list[int]
+    arrays: dict[str, Any]
+
+
 class OnnxModel:
     """A loaded graph plus its KV cache. Not thread-safe: one generation at a time.
 
@@ -348,6 +356,33 @@ class OnnxModel:
         self._empty = self._ort.OrtValue.ortvalue_from_numpy(empty)
         self._past: dict[str, Any] = {}
         self._output_names = [o.name for o in self.session.get_outputs()]
+
+    def save_cache(self) -> CacheState:
+        """A copy of the cached conversation (its tokens and their keys and values), to ``restore_cache``
+        after other work has used the cache. Copies only the positions in use."""
+        n = self.length
+        if self.files.style == "plain":  # each pass makes new arrays: keeping references is a snapshot
+            return CacheState(list(self.tokens), dict(self._past))
+        if self._views:
+            return CacheState(list(self.tokens), {k: buf[:n].copy() for k, buf in self._cache.items()})
+        # [batch, kv_heads, max_len, head_dim] -> the first n positions
+        return CacheState(list(self.tokens), {k: v.numpy()[:, :, :n].copy() for k, v in self._kv.items()})
+
+    def restore_cache(self, state: CacheState) -> None:
+        """Put back a conversation saved by ``save_cache`` (of this same session)."""
+        n = len(state.tokens)
+        if self.files.style == "plain":
+            self._past = dict(state.arrays)
+        elif self._views:
+            for k, buf in self._cache.items():
+                buf[:n] = state.arrays[k]
+        else:
+            for k, value in self._kv.items():
+                full = value.numpy()  # a view of the bound buffer where ONNX Runtime gives one, else a copy
+                full[:, :, :n] = state.arrays[k]
+                if full.ctypes.data != value.data_ptr():
+                    value.update_inplace(full)
+        self.tokens[:] = state.tokens
 
     def reset(self) -> None:
         """Forget the cached conversation."""

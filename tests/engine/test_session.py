@@ -198,3 +198,30 @@ def test_the_cache_views_bind_alike_through_the_public_iobinding_api(tiny_model_
     for ids in (PROMPT, [7], [8, 9, 10]):
         assert np.array_equal(fast.forward(ids, keep=len(ids)), public.forward(ids, keep=len(ids)))
     assert fast.length == public.length == len(PROMPT) + 4
+
+
+@pytest.mark.parametrize("layout", ["views", "shared", "plain"])
+def test_a_cache_put_aside_and_brought_back_continues_as_if_nothing_happened_between(
+    tmp_path, tiny_gguf, layout
+):
+    """What the engine host does when another client's request runs between two window turns: save the
+    window's cache, use the cache for a longer conversation, restore it, continue; the logits are those of
+    the run that was never interrupted, for each cache layout."""
+    style = {"style": "plain"} if layout == "plain" else {"kv_layout": layout}
+    folder = build_model(tiny_gguf, tmp_path / layout, precision="fp32", **style).folder
+    model = OnnxModel(load_model_files(folder), threads=1, max_len=96)
+    later = ([22], [23, 24, 25])
+    model.forward(PROMPT)
+    model.forward(REPLY)
+    want = [model.forward(ids, keep=len(ids)).copy() for ids in later]  # forward reuses its logits buffer
+    model.reset()
+    model.forward(PROMPT)
+    model.forward(REPLY)
+    saved = model.save_cache()
+    model.reset()
+    model.forward(list(range(260, 300)))  # another conversation, longer: it overwrites every saved row
+    model.forward([7])
+    model.restore_cache(saved)
+    assert model.tokens == PROMPT + REPLY
+    for ids, logits in zip(later, want, strict=True):
+        assert np.array_equal(model.forward(ids, keep=len(ids)), logits)

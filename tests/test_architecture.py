@@ -13,7 +13,7 @@ import pytest
 import qwen_desktop
 
 PACKAGE = Path(qwen_desktop.__file__).parent
-HEADLESS = ("engine", "convert", "library", "storage")
+HEADLESS = ("engine", "convert", "library", "storage", "server")
 QT_MODULES = ("PySide6", "shiboken6", "PyQt5", "PyQt6", "qtpy")
 
 

@@ -1,9 +1,9 @@
-"""The one place where threads meet: the engine runs on a ``QThread``, the window hears about it by signals.
+"""The one place where threads meet Qt: the engine host's events in, Qt signals out.
 
-``EngineWorker`` is a ``QObject`` moved onto a ``QThread``. Its slots are plain jobs (load a model, answer a
-conversation, read a draft ahead, rebuild the session, sweep thread counts, import a model) that run one
-after another on that thread, in the manner of superqt's ``GeneratorWorker``: iterate a plain generator,
-check a ``threading.Event`` between items, emit each item as a signal. The engine itself knows nothing of Qt.
+The model belongs to an ``EngineHost`` (Qt-free, ``qwen_desktop.engine.host``), which also serves the local
+API server. ``EngineWorker`` is a ``QObject`` on a ``QThread``: its slots (load a model, answer a
+conversation, read a draft ahead, rebuild the session, sweep thread counts, import a model) each submit one
+host job, in the window's order, and turn that job's events into signals.
 
 ``EngineBridge`` is the window's handle: it owns the thread and the worker, queues jobs on it and, on
 shutdown, cancels what runs, stops the thread and joins it.
@@ -15,7 +15,6 @@ the end), so what the user saw survives a crash even when the window never gets 
 from __future__ import annotations
 
 import ctypes
-import os
 import sys
 import threading
 import time
@@ -25,6 +24,20 @@ from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, Qt, QThread, Signal, Slot
 
+from qwen_desktop.engine.host import (
+    API,
+    EngineHost,
+    Failed,
+    Finished,
+    FirstToken,
+    HostError,
+    HostEvent,
+    Job,
+    Piece,
+    Progress,
+    Started,
+)
+from qwen_desktop.engine.host import ModelInfo as HostModelInfo
 from qwen_desktop.storage.chats import ChatStore
 
 if TYPE_CHECKING:  # the engine (numpy, onnxruntime) loads on the worker thread, after the window is up
@@ -141,7 +154,13 @@ def model_info(engine: Any) -> ModelInfo:
 
 
 class EngineWorker(QObject):
-    """Runs engine jobs on its own thread; every result comes back as a signal.
+    """The Qt adapter of the ``EngineHost``: each slot submits one host job and turns its events into signals.
+
+    The host owns the model and runs jobs one at a time on its own thread, for the window and for the local
+    server alike (``qwen_desktop.engine.host``). This worker lives on a ``QThread`` so the window's jobs
+    keep their order; each slot waits for its job. Events are handled on the host thread as they happen
+    (pieces batched, the answer saved to the chat database) and leave as this object's signals, which the
+    bridge forwards to the GUI thread.
 
     Signals:
         loading(str): what the model load is doing ("Loading model…", "Warming up…").
@@ -159,6 +178,7 @@ class EngineWorker(QObject):
         import_progress(str, int, int): model import stage, done, total.
         imported(object): an ``InstalledModel`` was added to the models folder.
         job_failed(str, str): a non-answer job failed (job kind, one-line message).
+        api_activity(bool): a request of the local server started (True) or ended (False) on the model.
     """
 
     loading = Signal(str)
@@ -175,15 +195,60 @@ class EngineWorker(QObject):
     import_progress = Signal(str, int, int)
     imported = Signal(object)
     job_failed = Signal(str, str)
+    api_activity = Signal(bool)
 
-    def __init__(self, store: ChatStore | None = None) -> None:
+    def __init__(self, store: ChatStore | None = None, host: EngineHost | None = None) -> None:
         super().__init__()
-        self.engine: Any = None  # ChatEngine once loaded; read-only from other threads (plan, tokenizer)
+        from qwen_desktop.storage.paths import ort_cache_dir
+
+        self.host = host if host is not None else EngineHost(cache_root=ort_cache_dir())
         self.store = store
-        self.cancel_event = threading.Event()
-        # Reading a draft ahead gives way to any other job: set when one is queued, checked between chunks.
+        self.cancel_event = threading.Event()  # set by ``cancel``: the running window job stops
+        # Reading a draft ahead gives way to any other job: set when one is queued.
         self.prepare_stop = threading.Event()
         self.latest_prepare = 0  # the newest read-ahead request; older queued ones are skipped
+        self._job: Job | None = None  # the window's job the host runs or queues now
+        self._unsubscribe = self.host.subscribe(self._on_any_job)
+
+    @property
+    def engine(self) -> Any:
+        """The loaded ``ChatEngine`` or None (read-only use: ``plan``, the tokenizer)."""
+        return self.host.engine
+
+    def _on_any_job(self, job: Job, event: HostEvent) -> None:
+        if job.client == API and isinstance(event, (Started, Finished, Failed)):
+            emit(self.api_activity, isinstance(event, Started))
+
+    def cancel(self) -> None:
+        """Stop the window's running (or queued) job at its next step."""
+        self.cancel_event.set()
+        job = self._job
+        if job is not None:
+            job.cancel()
+
+    def stop_prepare(self) -> None:
+        """Stop reading a draft ahead (another job was queued behind it)."""
+        self.prepare_stop.set()
+        job = self._job
+        if job is not None and job.kind == "prepare":
+            job.cancel()
+
+    def _run(self, submit: Any, cancellable: bool = True) -> Finished | Failed | None:
+        """Submit a host job (``submit()``), wait for it and return its last event. A ``cancel`` that came
+        while the job waited in this thread's queue stops it at once (``cancellable`` jobs only)."""
+        try:
+            job = submit()
+        except HostError as exc:
+            return Failed(0, str(exc), error=exc)
+        self._job = job
+        if cancellable and self.cancel_event.is_set():
+            job.cancel()
+        try:
+            return job.wait()
+        finally:
+            self._job = None
+            if cancellable:
+                self.cancel_event.clear()
 
     @Slot(int, object, int)
     def prepare(self, request: int, messages: list[dict[str, str]], max_tokens: int) -> None:
@@ -191,84 +256,65 @@ class EngineWorker(QObject):
         so that sending it only prefills what changed. Skipped when a newer draft or another job waits."""
         if self.engine is None or request != self.latest_prepare or self.prepare_stop.is_set():
             return
-        try:
-            held = self.engine.prepare(messages, max_tokens, self.prepare_stop)
-        except Exception:  # reading ahead only saves time; the answer itself reports a real failure
-            held = 0
+        end = self._run(lambda: self.host.submit_prepare(messages, max_tokens), cancellable=False)
+        held = int(end.value or 0) if isinstance(end, Finished) else 0
         emit(self.prepared, request, held)
 
     @Slot(str, int, int)
     def load(self, folder: str, threads: int, context_limit: int) -> None:
         """Load and warm up the model in ``folder`` (replacing any loaded one)."""
-        from qwen_desktop.engine.chat import ChatEngine
-        from qwen_desktop.engine.errors import ModelError
-        from qwen_desktop.storage.paths import ort_cache_dir
 
-        self.engine = None
-        try:
-            engine = ChatEngine(
-                Path(folder),
-                threads=threads,
-                context_limit=context_limit,
-                progress=lambda text: emit(self.loading, text),
-                cache_root=ort_cache_dir(),
-            )
-        except ModelError as exc:
-            emit(self.load_failed, str(exc))
-            return
-        except Exception as exc:  # ORT refuses a damaged graph with its own exception types
-            emit(
-                self.load_failed, f"{Path(folder).name}: cannot load the model ({type(exc).__name__}: {exc})"
-            )
-            return
-        self.engine = engine
-        emit(self.loaded, model_info(engine))
+        def on_event(event: HostEvent) -> None:
+            if isinstance(event, Progress):
+                emit(self.loading, event.stage)
+
+        end = self._run(
+            lambda: self.host.submit_load(folder, threads, context_limit, on_event=on_event),
+            cancellable=False,
+        )
+        if isinstance(end, Finished) and isinstance(end.value, HostModelInfo):
+            emit(self.loaded, _window_info(end.value))
+        else:
+            emit(self.load_failed, end.message if isinstance(end, Failed) else "The model did not load.")
 
     @Slot(object)
     def answer(self, job: AnswerJob) -> None:
         """Write an answer to ``job.messages``, emitting pieces, then ``finished``."""
-        from qwen_desktop.engine.generate import Finished, TextPiece
-
         emit(self.started, job.job_id)
-        if self.engine is None:
-            self._finish(AnswerResult(job.job_id, "error", "", error="No model is loaded."), job)
-            return
-        began = time.perf_counter()
         text: list[str] = []
         pending: list[str] = []
-        last_emit = 0.0
-        last_save = time.monotonic()
-        result: AnswerResult | None = None
-        tokens = 0
-        try:
-            for event in self.engine.chat(job.messages, job.params, self.cancel_event):
-                if isinstance(event, Finished):
-                    result = AnswerResult(job.job_id, event.reason, "", event.stats, event.error)
-                    break
-                if not isinstance(event, TextPiece):
-                    continue
-                tokens += 1
-                if not event.text:
-                    continue
-                if not text:
-                    emit(self.first_token, job.job_id, time.perf_counter() - began)
+        clock = {"emit": 0.0, "save": time.monotonic()}
+        tokens = [0]
+
+        def on_event(event: HostEvent) -> None:  # on the host thread
+            if isinstance(event, FirstToken):
+                emit(self.first_token, job.job_id, event.seconds)
+            elif isinstance(event, Piece):
+                tokens[0] = event.tokens
                 text.append(event.text)
                 pending.append(event.text)
                 now = time.perf_counter()
-                if now - last_emit >= PIECE_INTERVAL:
-                    emit(self.piece, job.job_id, "".join(pending), tokens)
+                if now - clock["emit"] >= PIECE_INTERVAL:
+                    emit(self.piece, job.job_id, "".join(pending), event.tokens)
                     pending.clear()
-                    last_emit = now
+                    clock["emit"] = now
                 if self.store is not None and job.message_id is not None:
                     mono = time.monotonic()
-                    if mono - last_save >= SAVE_INTERVAL:
+                    if mono - clock["save"] >= SAVE_INTERVAL:
                         self._save(job.message_id, "".join(text), "streaming")
-                        last_save = mono
-        except Exception as exc:  # a failure outside the engine's own guard: keep the partial text
-            result = AnswerResult(job.job_id, "error", "", error=f"{type(exc).__name__}: {exc}")
-        if pending:
-            emit(self.piece, job.job_id, "".join(pending), tokens)
-        if result is None:
+                        clock["save"] = mono
+            elif isinstance(event, (Finished, Failed)) and pending:
+                emit(self.piece, job.job_id, "".join(pending), tokens[0])
+                pending.clear()
+
+        end = self._run(
+            lambda: self.host.submit_answer(job.messages, job.params, on_event=on_event, bounded=False)
+        )
+        if isinstance(end, Finished):
+            result = AnswerResult(job.job_id, end.reason, "", end.stats)
+        elif isinstance(end, Failed):
+            result = AnswerResult(job.job_id, "error", "", end.stats, end.message)
+        else:
             result = AnswerResult(job.job_id, "error", "", error="The answer ended without a reason.")
         result.text = "".join(text)
         self._finish(result, job)
@@ -291,7 +337,6 @@ class EngineWorker(QObject):
             if result.error:
                 stats["error"] = result.error
             self._save(job.message_id, result.text, status, stats)
-        self.cancel_event.clear()
         emit(self.finished, result)
 
     @Slot(int, int)
@@ -299,53 +344,64 @@ class EngineWorker(QObject):
         """Apply a thread count (0 = all cores) and context limit by rebuilding the session."""
         if self.engine is None:
             return
-        try:
-            self.engine.reconfigure(threads=threads or (os.cpu_count() or 1), context_limit=context_limit)
-        except Exception as exc:
-            emit(self.job_failed, "reconfigure", f"{type(exc).__name__}: {exc}")
-            return
-        emit(self.reconfigured, model_info(self.engine))
+        end = self._run(lambda: self.host.submit_reconfigure(threads, context_limit), cancellable=False)
+        if isinstance(end, Finished) and isinstance(end.value, HostModelInfo):
+            emit(self.reconfigured, _window_info(end.value))
+        elif isinstance(end, Failed):
+            emit(self.job_failed, "reconfigure", end.message)
 
     @Slot(str, object)
     def sweep(self, folder: str, counts: list[int]) -> None:
         """Measure decode speed for each thread count in ``counts`` (for "Auto" threads)."""
-        from qwen_desktop.engine.bench import sweep_threads
 
-        try:
-            result = sweep_threads(
-                Path(folder),
-                counts,
-                progress=lambda done, total: emit(self.sweep_progress, done, total),
-                cancel=self.cancel_event,
-            )
-        except Exception as exc:
-            emit(self.job_failed, "sweep", f"{type(exc).__name__}: {exc}")
-            return
-        finally:
-            self.cancel_event.clear()
-        emit(self.sweep_done, result)
+        def on_event(event: HostEvent) -> None:
+            if isinstance(event, Progress):
+                emit(self.sweep_progress, event.done, event.total)
+
+        end = self._run(lambda: self.host.submit_sweep(folder, list(counts), on_event=on_event))
+        if isinstance(end, Finished):
+            emit(self.sweep_done, end.value)
+        elif isinstance(end, Failed):
+            emit(self.job_failed, "sweep", end.message)
 
     @Slot(str, str)
     def import_model(self, source: str, models_dir: str) -> None:
-        """Build or copy a GGUF file / Hugging Face folder into ``models_dir`` through the registry."""
-        from qwen_desktop.engine.errors import ModelError
+        """Build or copy a GGUF file / Hugging Face folder into ``models_dir`` through the registry, as a
+        host job (it must not compete with an answer for the cores)."""
         from qwen_desktop.library.registry import Registry
 
-        try:
-            model = Registry(Path(models_dir)).import_model(
+        def work(job: Job) -> object:
+            return Registry(Path(models_dir)).import_model(
                 Path(source),
                 on_build=lambda stage, done, total: emit(self.import_progress, stage, done, total),
-                cancel=self.cancel_event,
+                cancel=job.cancel_token,
             )
-        except ModelError as exc:
-            emit(self.job_failed, "import", str(exc))
-            return
-        except Exception as exc:
-            emit(self.job_failed, "import", f"{type(exc).__name__}: {exc}")
-            return
-        finally:
-            self.cancel_event.clear()
-        emit(self.imported, model)
+
+        end = self._run(lambda: self.host.submit_call("import", work))
+        if isinstance(end, Finished) and end.reason != "cancelled":
+            emit(self.imported, end.value)
+        elif isinstance(end, Failed):
+            emit(self.job_failed, "import", end.message)
+        else:
+            emit(self.job_failed, "import", "The import was cancelled.")
+
+    def close(self) -> bool:
+        """Stop the host (the model is released). False if it did not stop in time."""
+        self._unsubscribe()
+        return self.host.close()
+
+
+def _window_info(info: HostModelInfo) -> ModelInfo:
+    return ModelInfo(
+        folder=info.folder,
+        name=info.name,
+        precision=info.precision,
+        threads=info.threads,
+        context_limit=info.context_limit,
+        max_context=info.max_context,
+        load_seconds=info.load_seconds,
+        warmup_seconds=info.warmup_seconds,
+    )
 
 
 FORWARDED = (
@@ -363,6 +419,7 @@ FORWARDED = (
     "import_progress",
     "imported",
     "job_failed",
+    "api_activity",
 )
 
 
@@ -402,6 +459,7 @@ class EngineBridge(QObject):
     import_progress = Signal(str, int, int)
     imported = Signal(object)
     job_failed = Signal(str, str)
+    api_activity = Signal(bool)
 
     request_load = Signal(str, int, int)
     request_answer = Signal(object)
@@ -436,9 +494,14 @@ class EngineBridge(QObject):
         """The loaded ``ChatEngine`` or None; use it only for read-only work such as ``plan``."""
         return self.worker.engine
 
+    @property
+    def host(self) -> EngineHost:
+        """The engine host the window shares with the local server."""
+        return self.worker.host
+
     def _queue(self, request: Any, *args: object) -> None:
         """Queue a job on the worker; a draft being read ahead gives way to it at its next chunk."""
-        self.worker.prepare_stop.set()
+        self.worker.stop_prepare()
         emit(request, *args)
 
     def load(self, folder: Path | str, threads: int, context_limit: int) -> None:
@@ -479,8 +542,8 @@ class EngineBridge(QObject):
 
     def cancel(self) -> None:
         """Stop the running answer, sweep or import at its next step."""
-        self.worker.prepare_stop.set()
-        self.worker.cancel_event.set()
+        self.worker.stop_prepare()
+        self.worker.cancel()
 
     def _on_finished(self, _result: AnswerResult) -> None:
         self.busy = False
@@ -488,8 +551,9 @@ class EngineBridge(QObject):
     def shutdown(self, timeout_ms: int = 30000) -> bool:
         """Cancel what runs, stop the thread and wait for it. Returns False if it did not stop in time."""
         if not self.worker_thread.isRunning():
-            return True
+            return not self.worker.host.is_alive() or self.worker.close()
         self.cancel()
         self.worker_thread.quit()
+        host_done = self.worker.close()  # ends the running job and those still waiting
         done = self.worker_thread.wait(timeout_ms)
-        return bool(done)
+        return bool(done) and host_done

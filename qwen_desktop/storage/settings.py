@@ -42,6 +42,9 @@ class Settings:
         models_dir: Where models are stored, or None for `paths.models_dir()`'s default.
         auto_threads: Thread count picked by the Auto benchmark, or None before it has run.
         language: UI language code ("zh_CN", ...) or "system".
+        server_enabled: Serve the model over the local OpenAI-compatible API (docs/server.md); off by default.
+        server_port: The API's port on 127.0.0.1, 1024..65535.
+        server_api_key: Key the API asks for ("Authorization: Bearer ..."), or "" for none.
     """
 
     threads: int = 0
@@ -59,6 +62,9 @@ class Settings:
     models_dir: str | None = None
     auto_threads: int | None = None
     language: str = "system"
+    server_enabled: bool = False
+    server_port: int = 8765
+    server_api_key: str = ""
 
     def clamped(self) -> Settings:
         """A copy with every value moved into its valid range (threads up to this machine's CPU count)."""
@@ -82,6 +88,8 @@ class Settings:
             if self.auto_threads is None or self.auto_threads < 1
             else min(self.auto_threads, cpus),
             language=self.language.strip() or "system",
+            server_port=_clamp(self.server_port, 1024, 65535),
+            server_api_key=self.server_api_key.strip(),
         )
 
 

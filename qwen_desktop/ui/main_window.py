@@ -12,7 +12,7 @@ import os
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QGuiApplication, QKeyEvent, QKeySequence
@@ -113,6 +113,7 @@ class MainWindow(QMainWindow):
         self._ttft = 0.0
         self._sweeping = False
         self._closing = False
+        self.server: Any = None  # the local API server (qwen_desktop.server.LocalServer) while it is on
         app = QApplication.instance()
         self.colors = apply_theme(app, self.settings.theme)  # type: ignore[arg-type]
 
@@ -133,6 +134,7 @@ class MainWindow(QMainWindow):
             if warning:
                 self.show_banner(warning)
         QGuiApplication.styleHints().colorSchemeChanged.connect(self._on_color_scheme)
+        self.sync_server()
         self._meter_throttle = Throttle(self.update_meter, 250, self)
         self.composer.textChanged.connect(self._meter_throttle)
         self._update_controls()
@@ -261,6 +263,10 @@ class MainWindow(QMainWindow):
         self.speed_label = QLabel()
         self.speed_label.setAccessibleName(self.tr("Answer speed"))
         bar.addPermanentWidget(self.speed_label)
+        self.server_label = QLabel()
+        self.server_label.setAccessibleName(self.tr("Local server"))
+        self.server_label.hide()
+        bar.addPermanentWidget(self.server_label)
         self.meter = QProgressBar()
         self.meter.setAccessibleName(self.tr("Context used"))
         self.meter.setFixedWidth(220)
@@ -319,6 +325,7 @@ class MainWindow(QMainWindow):
     def _connect_worker(self) -> None:
         worker = self.bridge
         worker.loading.connect(self._on_loading)
+        worker.api_activity.connect(self._on_api_activity)
         worker.loaded.connect(self._on_loaded)
         worker.load_failed.connect(self._on_load_failed)
         worker.first_token.connect(self._on_first_token)
@@ -883,6 +890,59 @@ class MainWindow(QMainWindow):
         elif self.load_error is not None and new.model_path:
             self.load_model(Path(new.model_path))
         self.update_meter()
+        self.sync_server()
+
+    # ----------------------------------------------------------------- local server
+
+    def sync_server(self) -> None:
+        """Run the local API server (docs/server.md) as the settings say: on the window's own model, on
+        127.0.0.1 at the chosen port, with the key if one is set."""
+        s = self.settings
+        want = (s.server_port, s.server_api_key or None) if s.server_enabled and not self._closing else None
+        running = self.server
+        if running is not None and (want is None or (running.port, running.config.api_key) != want):
+            running.stop()
+            self.server = None
+        if want is None or self.server is not None:
+            self._show_server(False)
+            return
+        from qwen_desktop.server import LocalServer, ServerConfig
+
+        server = LocalServer(self.bridge.host, "127.0.0.1", want[0], ServerConfig(api_key=want[1]))
+        try:
+            server.start()
+        except (OSError, RuntimeError) as exc:
+            reason = getattr(exc, "strerror", None) or str(exc)
+            self.show_banner(
+                self.tr("The local server could not start on port %1: %2")
+                .replace("%1", str(want[0]))
+                .replace("%2", reason)
+            )
+            self._show_server(False)
+            return
+        self.server = server
+        self._show_server(False)
+
+    def _show_server(self, busy: bool) -> None:
+        server = self.server
+        if server is None:
+            self.server_label.hide()
+            return
+        text = self.tr("API %1").replace("%1", server.url)
+        if busy:
+            text = self.tr("API request running… (%1)").replace("%1", server.url)
+        self.server_label.setText(text)
+        self.server_label.setToolTip(
+            self.tr("Apps on this computer can use the model at %1/v1 (OpenAI-compatible).").replace(
+                "%1", server.url
+            )
+        )
+        self.server_label.show()
+
+    def _on_api_activity(self, running: bool) -> None:
+        self._show_server(running)
+        if running and self.bridge.busy:
+            self.status_label.setText(self.tr("Waiting for an API request to finish…"))
 
     def _on_color_scheme(self, _scheme: object) -> None:
         """The system switched between light and dark: follow it when the theme is "system"."""
@@ -920,6 +980,9 @@ class MainWindow(QMainWindow):
         """Stop a running answer, join the worker thread, keep the partial answer, close the database."""
         self._closing = True
         self._meter_throttle.cancel()
+        if self.server is not None:
+            self.server.stop()
+            self.server = None
         self.bridge.shutdown()
         if self.streaming_id is not None:
             # The worker saved the text as "cancelled"; make sure nothing is left "streaming".

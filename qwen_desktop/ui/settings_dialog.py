@@ -8,6 +8,7 @@ from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
+    QCheckBox,
     QComboBox,
     QDialog,
     QDialogButtonBox,
@@ -16,6 +17,7 @@ from PySide6.QtWidgets import (
     QFormLayout,
     QHBoxLayout,
     QLabel,
+    QLineEdit,
     QMenu,
     QPlainTextEdit,
     QProgressDialog,
@@ -167,6 +169,25 @@ class SettingsDialog(QDialog):
         note.setEnabled(False)
         form.addRow("", note)
 
+        # Local server: the loaded model over an OpenAI-compatible API on 127.0.0.1 (docs/server.md).
+        self.server_enabled = QCheckBox(self.tr("Serve the model to other apps on this computer"))
+        self.server_enabled.setAccessibleName(self.tr("Local server"))
+        self.server_enabled.setChecked(settings.server_enabled)
+        form.addRow(self.tr("Local server:"), self.server_enabled)
+        self.server_port = self._spin(1024, 65535, settings.server_port, self.tr("Local server port"))
+        form.addRow(self.tr("Port:"), self.server_port)
+        self.server_key = QLineEdit(settings.server_api_key)
+        self.server_key.setPlaceholderText(self.tr("none (any app on this computer may use it)"))
+        self.server_key.setAccessibleName(self.tr("Local server API key"))
+        form.addRow(self.tr("API key:"), self.server_key)
+        self.server_url = QLabel()
+        self.server_url.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.server_url.setAccessibleName(self.tr("Local server address"))
+        form.addRow("", self.server_url)
+        self.server_enabled.toggled.connect(self._show_server)
+        self.server_port.valueChanged.connect(self._show_server)
+        self._show_server()
+
         buttons = QDialogButtonBox(
             QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel
         )
@@ -175,6 +196,17 @@ class SettingsDialog(QDialog):
         buttons.accepted.connect(self.accept)
         buttons.rejected.connect(self.reject)
         layout.addWidget(buttons)
+
+    def _show_server(self) -> None:
+        on = self.server_enabled.isChecked()
+        self.server_port.setEnabled(on)
+        self.server_key.setEnabled(on)
+        url = f"http://127.0.0.1:{self.server_port.value()}"
+        self.server_url.setText(
+            self.tr("OpenAI base URL %1/v1, chat page %1/").replace("%1", url)
+            if on
+            else self.tr("Off: nothing listens on the network.")
+        )
 
     def _spin(self, low: int, high: int, value: int, name: str) -> QSpinBox:
         box = QSpinBox()
@@ -209,6 +241,9 @@ class SettingsDialog(QDialog):
             theme=str(self.theme.currentData()),
             language=str(self.language.currentData()),
             model_path=self.model.currentData() or self.settings.model_path,
+            server_enabled=self.server_enabled.isChecked(),
+            server_port=self.server_port.value(),
+            server_api_key=self.server_key.text().strip(),
         ).clamped()
 
     # Import

@@ -336,7 +336,7 @@ def test_missing_model_shows_a_banner_and_chats_stay_readable(settings_for, make
 def test_failed_answer_is_marked_and_can_be_retried(ready_window, qtbot):
     window = ready_window
     engine = window.bridge.engine
-    window.bridge.worker.engine = None  # the model went away between two answers
+    window.bridge.host._engine = None  # the model went away between two answers
     result = send(qtbot, window, "Will this fail?")
     assert result.reason == "error"
     answer = window.store.path(window.conversation_id)[-1]
@@ -345,7 +345,7 @@ def test_failed_answer_is_marked_and_can_be_retried(ready_window, qtbot):
     assert "failed" in view.status_label.text()
     assert view.regenerate_button.text() == "Retry"
     assert window.banner.isVisible()
-    window.bridge.worker.engine = engine
+    window.bridge.host._engine = engine
     with qtbot.waitSignal(window.answer_finished, timeout=30000) as blocker:
         view.regenerate_button.click()
     assert blocker.args[0].reason in ("stop", "length")

@@ -33,6 +33,14 @@ def real_gguf() -> Path:
 
 
 @pytest.fixture(scope="session")
+def real_int4_dir(real_gguf, tmp_path_factory) -> Path:
+    """The real model built the default way (int4), once per test session: several test files use it."""
+    from qwen_desktop.convert.builder import build_model
+
+    return build_model(real_gguf, tmp_path_factory.mktemp("real-int4") / "int4").folder
+
+
+@pytest.fixture(scope="session")
 def tiny_tokenizer():
     from qwen_desktop.convert.tiny import make_tokenizer
 

@@ -103,10 +103,10 @@ CHAT_TEXT = (
 
 
 @pytest.fixture(scope="module")
-def real_builds(real_gguf, tmp_path_factory):
+def real_builds(real_gguf, real_int4_dir, tmp_path_factory):
     root = tmp_path_factory.mktemp("real")
     return {
-        "int4": build_model(real_gguf, root / "int4").folder,
+        "int4": real_int4_dir,
         "fp32": build_model(real_gguf, root / "fp32", precision="fp32").folder,
     }
 

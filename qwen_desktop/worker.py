@@ -33,11 +33,11 @@ from qwen_desktop.engine.host import (
     HostError,
     HostEvent,
     Job,
+    ModelInfo,
     Piece,
     Progress,
     Started,
 )
-from qwen_desktop.engine.host import ModelInfo as HostModelInfo
 from qwen_desktop.storage.chats import ChatStore
 
 if TYPE_CHECKING:  # the engine (numpy, onnxruntime) loads on the worker thread, after the window is up
@@ -77,20 +77,6 @@ def emit(signal: Any, *args: object) -> None:
     result = signal.emit(*args)
     if EMIT_DROPS_A_BOOL and isinstance(result, bool):
         _incref(result)
-
-
-@dataclass(frozen=True)
-class ModelInfo:
-    """What the window shows about a loaded model."""
-
-    folder: Path
-    name: str
-    precision: str
-    threads: int
-    context_limit: int
-    max_context: int
-    load_seconds: float
-    warmup_seconds: float
 
 
 @dataclass(frozen=True)
@@ -136,21 +122,6 @@ class AnswerResult:
             "decode_tps": round(s.decode_tps, 2),
             "total": round(s.total, 3),
         }
-
-
-def model_info(engine: Any) -> ModelInfo:
-    """Describe a loaded ``ChatEngine``."""
-    files = engine.files
-    return ModelInfo(
-        folder=Path(files.folder),
-        name=str(files.name),
-        precision=str(files.precision),
-        threads=int(engine.model.threads),
-        context_limit=int(engine.context_limit),
-        max_context=int(files.max_context),
-        load_seconds=float(engine.load_seconds),
-        warmup_seconds=float(engine.warmup_seconds),
-    )
 
 
 class EngineWorker(QObject):
@@ -272,8 +243,8 @@ class EngineWorker(QObject):
             lambda: self.host.submit_load(folder, threads, context_limit, on_event=on_event),
             cancellable=False,
         )
-        if isinstance(end, Finished) and isinstance(end.value, HostModelInfo):
-            emit(self.loaded, _window_info(end.value))
+        if isinstance(end, Finished) and isinstance(end.value, ModelInfo):
+            emit(self.loaded, end.value)
         else:
             emit(self.load_failed, end.message if isinstance(end, Failed) else "The model did not load.")
 
@@ -345,8 +316,8 @@ class EngineWorker(QObject):
         if self.engine is None:
             return
         end = self._run(lambda: self.host.submit_reconfigure(threads, context_limit), cancellable=False)
-        if isinstance(end, Finished) and isinstance(end.value, HostModelInfo):
-            emit(self.reconfigured, _window_info(end.value))
+        if isinstance(end, Finished) and isinstance(end.value, ModelInfo):
+            emit(self.reconfigured, end.value)
         elif isinstance(end, Failed):
             emit(self.job_failed, "reconfigure", end.message)
 
@@ -389,19 +360,6 @@ class EngineWorker(QObject):
         """Stop the host (the model is released). False if it did not stop in time."""
         self._unsubscribe()
         return self.host.close()
-
-
-def _window_info(info: HostModelInfo) -> ModelInfo:
-    return ModelInfo(
-        folder=info.folder,
-        name=info.name,
-        precision=info.precision,
-        threads=info.threads,
-        context_limit=info.context_limit,
-        max_context=info.max_context,
-        load_seconds=info.load_seconds,
-        warmup_seconds=info.warmup_seconds,
-    )
 
 
 FORWARDED = (

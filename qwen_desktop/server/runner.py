@@ -6,6 +6,7 @@ Binding the socket here (not inside uvicorn) turns a busy port or a bad address 
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 import logging
 import socket
@@ -52,13 +53,7 @@ class LocalServer:
     ) -> None:
         cfg = config or ServerConfig()
         if not is_loopback(address) and cfg.loopback_only:
-            cfg = ServerConfig(
-                api_key=cfg.api_key,
-                cors_origins=cfg.cors_origins,
-                loopback_only=False,
-                max_body_bytes=cfg.max_body_bytes,
-                retry_after=cfg.retry_after,
-            )
+            cfg = dataclasses.replace(cfg, loopback_only=False)
         self.host = host
         self.address = address
         self.port = port

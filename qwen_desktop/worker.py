@@ -143,6 +143,8 @@ class EngineWorker(QObject):
             batched to at most about 60 signals a second.
         finished(AnswerResult): an answer ended (done, length, cancelled, or error with partial text).
         prepared(int, int): a draft was read ahead into the KV cache (request number, prompt tokens held).
+        planned(int, object): the context plan of a draft (request number, ``(ContextPlan | None, error |
+            None)``), worked out on the host's plan counter, never on the GUI thread.
         reconfigured(ModelInfo): a thread or context change was applied; the session was rebuilt.
         sweep_progress(int, int): thread counts measured so far, and how many in all.
         sweep_done(dict): decode tokens/s per thread count.
@@ -160,6 +162,7 @@ class EngineWorker(QObject):
     piece = Signal(int, str, int)
     finished = Signal(object)
     prepared = Signal(int, int)
+    planned = Signal(int, object)
     reconfigured = Signal(object)
     sweep_progress = Signal(int, int)
     sweep_done = Signal(object)
@@ -230,6 +233,13 @@ class EngineWorker(QObject):
         end = self._run(lambda: self.host.submit_prepare(messages, max_tokens), cancellable=False)
         held = int(end.value or 0) if isinstance(end, Finished) else 0
         emit(self.prepared, request, held)
+
+    def plan(self, request: int, messages: list[dict[str, str]], max_tokens: int) -> None:
+        """Count the draft's context plan on the host's plan counter (returns at once, from any thread);
+        ``planned`` follows. A newer request replaces one that has not started."""
+        self.host.request_plan(
+            messages, max_tokens, lambda plan, error: emit(self.planned, request, (plan, error))
+        )
 
     @Slot(str, int, int)
     def load(self, folder: str, threads: int, context_limit: int) -> None:
@@ -371,6 +381,7 @@ FORWARDED = (
     "piece",
     "finished",
     "prepared",
+    "planned",
     "reconfigured",
     "sweep_progress",
     "sweep_done",
@@ -392,7 +403,7 @@ class EngineBridge(QObject):
     thread.
 
     Signals:
-        loading, loaded, load_failed, started, first_token, piece, finished, prepared, reconfigured,
+        loading, loaded, load_failed, started, first_token, piece, finished, prepared, planned, reconfigured,
             sweep_progress, sweep_done, import_progress, imported, job_failed: as ``EngineWorker``'s, on the
             GUI thread.
         request_load(str, int, int): queued to ``EngineWorker.load``.
@@ -411,6 +422,7 @@ class EngineBridge(QObject):
     piece = Signal(int, str, int)
     finished = Signal(object)
     prepared = Signal(int, int)
+    planned = Signal(int, object)
     reconfigured = Signal(object)
     sweep_progress = Signal(int, int)
     sweep_done = Signal(object)
@@ -441,6 +453,7 @@ class EngineBridge(QObject):
         self.worker_thread.finished.connect(self.worker.deleteLater)
         self._next_job = 0
         self._next_prepare = 0
+        self._next_plan = 0
         self.busy = False  # an answer is queued or running
         self.finished.connect(self._on_finished)
         for name in FORWARDED:
@@ -485,6 +498,13 @@ class EngineBridge(QObject):
         self.worker.prepare_stop.clear()
         emit(self.request_prepare, self._next_prepare, messages, max_tokens)
         return self._next_prepare
+
+    def plan(self, messages: list[dict[str, str]], max_tokens: int) -> int:
+        """Ask for the context plan of ``messages`` (ending with the draft); returns the request number that
+        ``planned`` will carry. Never waits: the count runs on the host's plan counter."""
+        self._next_plan += 1
+        self.worker.plan(self._next_plan, messages, max_tokens)
+        return self._next_plan
 
     def reconfigure(self, threads: int, context_limit: int) -> None:
         """Queue a session rebuild with new settings."""

@@ -30,6 +30,8 @@ class ContextPlan:
         dropped: how many of the oldest non-system messages were left out.
         trimmed: whether a message had to be cut to fit.
         reply_room: tokens left for the answer (``limit - len(prompt)``).
+        reserved: tokens held back for the answer when choosing what fits (the reply setting, capped at half
+            the limit): the prompt may use ``limit - reserved``, so ``used + reserved`` is what a meter shows.
         system_tokens / history_tokens: the prompt split into system prompt and conversation.
     """
 
@@ -41,6 +43,7 @@ class ContextPlan:
     reply_room: int
     system_tokens: int
     history_tokens: int
+    reserved: int = 0
 
     @property
     def used(self) -> int:
@@ -145,6 +148,7 @@ class ContextBuilder:
             reply_room=limit - len(ids),
             system_tokens=sys_tokens,
             history_tokens=len(ids) - sys_tokens,
+            reserved=reply_room,
         )
 
     def _trim(

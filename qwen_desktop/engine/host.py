@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from qwen_desktop.engine.counting import PlanCallback, PlanCounter
 from qwen_desktop.engine.errors import ModelError
 
 if TYPE_CHECKING:  # numpy and onnxruntime load with the first model, on the host thread
@@ -316,7 +317,8 @@ class EngineHost:
     - ``Job.cancel()`` stops that job only (within one token for answers). A prepare job is cancelled by
       the host as soon as any other job is submitted.
     - ``model`` (``ModelInfo`` or None), ``queue_depth()``, ``count_chat_tokens``, ``count_text_tokens``,
-      ``check_fits`` read the loaded model without queueing.
+      ``check_fits`` read the loaded model without queueing; ``request_plan`` counts a draft on a thread of
+      its own and calls back (the window's context meter).
     - ``subscribe(fn)`` calls ``fn(job, event)`` on the host thread for every event of every job (a window
       shows "an API request is running" with it); it returns the function that unsubscribes.
     - ``close()`` cancels the running job, ends each waiting one with ``Failed(error=HostClosedError())``
@@ -349,6 +351,7 @@ class EngineHost:
         self._cache_owner: str | None = None  # whose conversation the model's KV cache holds
         self._saved: OrderedDict[str, CacheState] = OrderedDict()  # conversations put aside, by client
         self._closed = False
+        self._counter = PlanCounter(lambda: self._engine)
         self._thread = threading.Thread(target=self._loop, name="engine-host", daemon=True)
         self._thread.start()
 
@@ -384,6 +387,12 @@ class EngineHost:
     def count_text_tokens(self, text: str) -> int:
         """Tokens of raw ``text`` as ``submit_completion`` reads it (control-token text as plain text)."""
         return len(self._require().tokenizer.encode_text(text))
+
+    def request_plan(self, messages: Sequence[Message], max_tokens: int, done: PlanCallback) -> None:
+        """Work out ``engine.plan(messages, max_tokens)`` on the plan counter's own thread (not the host's,
+        so it never waits behind an answer) and pass it to ``done(plan, None)`` there, or ``done(None,
+        reason)``. A newer request replaces one not yet started (``qwen_desktop.engine.counting``)."""
+        self._counter.request(messages, max_tokens, done)
 
     def check_fits(self, prompt_tokens: int) -> None:
         """Raise ``PromptTooLongError`` unless ``prompt_tokens`` leave room for at least one reply token."""
@@ -630,6 +639,7 @@ class EngineHost:
             if self._running is not None:
                 self._running.cancel()
             self._lock.notify_all()
+        self._counter.close()
         if threading.current_thread() is self._thread:
             return False
         self._thread.join(timeout)

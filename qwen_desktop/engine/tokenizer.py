@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Sequence
 from pathlib import Path
+
+# Each call tokenizes one text: the library's thread pool would add nothing, and once used it makes every
+# later fork (a subprocess) print a warning.
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 from tokenizers import Tokenizer
 
@@ -45,8 +50,12 @@ class ChatTokenizer:
         return ids
 
     def encode_text(self, text: str) -> list[int]:
-        """Token ids of untrusted ``text``: a special-token string in it is read as the characters it is."""
-        return list(self._tok.encode(text, add_special_tokens=False).ids) if text else []
+        """Token ids of untrusted ``text``: a special-token string in it is read as the characters it is.
+
+        ``encode_batch`` of one text gives the ids ``encode`` gives, but releases the GIL while it works, so
+        counting a long chat on another thread leaves the GUI thread free (``encode`` holds it throughout).
+        """
+        return list(self._tok.encode_batch([text], add_special_tokens=False)[0].ids) if text else []
 
     def split_special(self, text: str) -> list[tuple[str, bool]]:
         """``text`` as pieces, each a special-token string (True) or the text between them (False)."""

@@ -47,6 +47,7 @@ from qwen_desktop.ui.throttle import Throttle
 from qwen_desktop.worker import AnswerResult, EngineBridge, ModelInfo, emit
 
 if TYPE_CHECKING:
+    from qwen_desktop.engine.context import ContextPlan
     from qwen_desktop.engine.generate import SamplingParams
 
 SENDABLE = ("complete", "cancelled", "interrupted")  # answers that go back to the model as history
@@ -113,6 +114,8 @@ class MainWindow(QMainWindow):
         self._ttft = 0.0
         self._sweeping = False
         self._closing = False
+        self._plan_request = 0  # the newest context-meter count asked for
+        self.last_plan: ContextPlan | None = None
         self.server: Any = None  # the local API server (qwen_desktop.server.LocalServer) while it is on
         app = QApplication.instance()
         self.colors = apply_theme(app, self.settings.theme)  # type: ignore[arg-type]
@@ -332,6 +335,7 @@ class MainWindow(QMainWindow):
         worker.piece.connect(self._on_piece)
         worker.finished.connect(self._on_finished)
         worker.reconfigured.connect(self._on_reconfigured)
+        worker.planned.connect(self._on_planned)
         worker.sweep_progress.connect(self._on_sweep_progress)
         worker.sweep_done.connect(self._on_sweep_done)
         worker.job_failed.connect(self._on_job_failed)
@@ -796,24 +800,32 @@ class MainWindow(QMainWindow):
             messages.append({"role": "user", "content": draft})
         if not messages:
             messages = [{"role": "user", "content": ""}]
-        try:
-            plan = engine.plan(messages, self.settings.max_tokens)
-        except Exception:  # counting must never break typing
-            return
         if draft and self.can_send():
             # read the question into the KV cache while it is typed: sending it then prefills only the
             # last few tokens, so the answer starts sooner (docs/engine.md, "Reading ahead while you type")
             self.bridge.prepare(messages, self.settings.max_tokens)
+        # counting a long chat takes too long for this thread: the plan counter answers with ``planned``
+        self._plan_request = self.bridge.plan(messages, self.settings.max_tokens)
+
+    def _on_planned(self, request: int, result: object) -> None:
+        """Show the newest plan: the meter counts the prompt and the room kept for the reply, the same
+        numbers that decide what drops, so the warning and the meter agree."""
+        if request != self._plan_request or self.bridge.engine is None:
+            return
+        plan, _error = result if isinstance(result, tuple) else (None, None)
+        if plan is None:  # counting must never break typing: the meter keeps its last figure
+            return
+        full = plan.used + plan.reserved
         self.meter.setRange(0, plan.limit)
-        self.meter.setValue(min(plan.used, plan.limit))
+        self.meter.setValue(min(full, plan.limit))
         self.meter.setFormat(
-            self.tr("%1 / %2 tokens").replace("%1", str(plan.used)).replace("%2", str(plan.limit))
+            self.tr("%1 / %2 tokens").replace("%1", str(full)).replace("%2", str(plan.limit))
         )
         self.meter.setToolTip(
-            self.tr("System prompt: %1 · history: %2 · room for the reply: %3")
+            self.tr("System prompt: %1 · history and message: %2 · kept for the reply: %3")
             .replace("%1", str(plan.system_tokens))
             .replace("%2", str(plan.history_tokens))
-            .replace("%3", str(plan.reply_room))
+            .replace("%3", str(plan.reserved))
         )
         if plan.dropped or plan.trimmed:
             if plan.dropped:

@@ -364,12 +364,50 @@ def test_context_meter_counts_and_warns_before_turns_drop(
             store.add_message(conv.id, "assistant", f"Answer {i}: " + "more words " * 20)
     settings_for(model_path=str(tiny_model_dir), context_limit=256, max_tokens=64)
     window = make_window()
+    qtbot.waitUntil(lambda: window.last_plan is not None, timeout=30000)
+    plan = window.last_plan
     assert window.meter.maximum() == 256
-    assert 0 < window.meter.value() <= 256
+    # the meter counts the prompt and the room kept for the reply, the numbers that decide what drops: it
+    # shows the context nearly full when the warning says the oldest messages drop (it once said 60 / 256)
+    assert window.meter.value() == plan.used + plan.reserved == int(window.meter.text().split(" /")[0])
+    assert plan.reserved == 64 and window.meter.value() > 256 - 40
     assert "/ 256 tokens" in window.meter.text()
-    assert "history" in window.meter.toolTip()
+    assert "history" in window.meter.toolTip() and "reply: 64" in window.meter.toolTip()
     assert window.context_warning.isVisible()
     assert "oldest" in window.context_warning.text()
+
+
+def test_the_meter_is_counted_off_the_gui_thread_and_follows_the_typing(
+    settings_for, make_window, tiny_model_dir, home, qtbot
+):
+    import threading
+
+    with ChatStore(home / "chats.sqlite3") as store:
+        conv = store.create_conversation("Long chat")
+        for i in range(100):
+            store.add_message(conv.id, "user", f"Question {i}: " + "words " * 20)
+            store.add_message(conv.id, "assistant", f"Answer {i}: " + "more words " * 20)
+    settings_for(model_path=str(tiny_model_dir), context_limit=8192, max_tokens=64)
+    window = make_window()
+    engine = window.bridge.engine
+    counted_on = []
+    real_plan = engine.plan
+
+    def recording_plan(messages, max_tokens):
+        counted_on.append(threading.current_thread().name)
+        return real_plan(messages, max_tokens)
+
+    engine.plan = recording_plan
+    qtbot.waitUntil(lambda: window.last_plan is not None, timeout=30000)
+    before = window.last_plan.used
+    qtbot.keyClicks(window.composer, "And one more question about words")
+    qtbot.waitUntil(
+        lambda: window.last_plan.messages[-1]["content"] == "And one more question about words", timeout=30000
+    )
+    assert window.last_plan.used > before
+    assert window.meter.value() == window.last_plan.used + window.last_plan.reserved
+    # counted by the plan counter (the host reads the draft ahead too); never on the GUI thread
+    assert "plan-counter" in counted_on and threading.main_thread().name not in counted_on
 
 
 def test_ui_stays_responsive_during_a_256_token_answer(

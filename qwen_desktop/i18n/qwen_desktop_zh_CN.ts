@@ -1,9 +1,10 @@
-<?xml version='1.0' encoding='utf-8'?>
+<?xml version="1.0" encoding="utf-8"?>
+<!DOCTYPE TS>
 <TS version="2.1" language="zh_CN">
 <context>
     <name>ChatView</name>
     <message>
-        <location filename="../ui/chat_view.py" line="252" />
+        <location filename="../ui/chat_view.py" line="298"/>
         <source>Conversation</source>
         <translation>对话</translation>
     </message>
@@ -11,281 +12,281 @@
 <context>
     <name>DownloadDialog</name>
     <message>
-        <location filename="../ui/download_dialog.py" line="253" />
-        <location filename="../ui/download_dialog.py" line="321" />
+        <location filename="../ui/download_dialog.py" line="253"/>
+        <location filename="../ui/download_dialog.py" line="321"/>
         <source>Download a model</source>
         <translation>下载模型</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="254" />
+        <location filename="../ui/download_dialog.py" line="254"/>
         <source>Model download</source>
         <translation>模型下载</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="259" />
+        <location filename="../ui/download_dialog.py" line="259"/>
         <source>What is being installed</source>
         <translation>正在安装的内容</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="263" />
+        <location filename="../ui/download_dialog.py" line="263"/>
         <source>Where it comes from</source>
         <translation>来源</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="269" />
+        <location filename="../ui/download_dialog.py" line="269"/>
         <source>Stage</source>
         <translation>阶段</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="272" />
+        <location filename="../ui/download_dialog.py" line="272"/>
         <source>Progress</source>
         <translation>进度</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="277" />
+        <location filename="../ui/download_dialog.py" line="277"/>
         <source>Bytes, speed and time left</source>
         <translation>已下载、速度和剩余时间</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="281" />
+        <location filename="../ui/download_dialog.py" line="281"/>
         <source>Note</source>
         <translation>说明</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="287" />
+        <location filename="../ui/download_dialog.py" line="287"/>
         <source>Problem</source>
         <translation>问题</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="294" />
+        <location filename="../ui/download_dialog.py" line="294"/>
         <source>Import from disk…</source>
         <translation>从磁盘导入…</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="295" />
+        <location filename="../ui/download_dialog.py" line="295"/>
         <source>Import a model from disk instead</source>
         <translation>改为从磁盘导入模型</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="299" />
-        <location filename="../ui/download_dialog.py" line="446" />
-        <location filename="../ui/download_dialog.py" line="496" />
+        <location filename="../ui/download_dialog.py" line="299"/>
+        <location filename="../ui/download_dialog.py" line="446"/>
+        <location filename="../ui/download_dialog.py" line="496"/>
         <source>Resume</source>
         <translation>继续</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="300" />
+        <location filename="../ui/download_dialog.py" line="300"/>
         <source>Resume or retry the download</source>
         <translation>继续或重试下载</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="305" />
+        <location filename="../ui/download_dialog.py" line="305"/>
         <source>Use this model</source>
         <translation>使用此模型</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="306" />
+        <location filename="../ui/download_dialog.py" line="306"/>
         <source>Use this model now</source>
         <translation>立即使用此模型</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="310" />
-        <location filename="../ui/download_dialog.py" line="375" />
+        <location filename="../ui/download_dialog.py" line="310"/>
+        <location filename="../ui/download_dialog.py" line="375"/>
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="311" />
+        <location filename="../ui/download_dialog.py" line="311"/>
         <source>Cancel or close</source>
         <translation>取消或关闭</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="322" />
+        <location filename="../ui/download_dialog.py" line="322"/>
         <source>&lt;b&gt;Downloading %1&lt;/b&gt;</source>
         <translation>&lt;b&gt;正在下载 %1&lt;/b&gt;</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="324" />
+        <location filename="../ui/download_dialog.py" line="324"/>
         <source>about %1</source>
         <translation>约 %1</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="326" />
+        <location filename="../ui/download_dialog.py" line="326"/>
         <source>licence %1</source>
         <translation>许可证 %1</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="330" />
-        <source>Cancel keeps what has arrived: pressing Download again later continues from there. The file is checked against the hub's SHA-256 before it is used.</source>
+        <location filename="../ui/download_dialog.py" line="330"/>
+        <source>Cancel keeps what has arrived: pressing Download again later continues from there. The file is checked against the hub&apos;s SHA-256 before it is used.</source>
         <translation>取消会保留已下载的部分：之后再次点击“下载”会从那里继续。文件在使用前会与模型库提供的 SHA-256 校验。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="334" />
+        <location filename="../ui/download_dialog.py" line="334"/>
         <source>Connecting to the Hugging Face hub…</source>
         <translation>正在连接 Hugging Face 模型库…</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="340" />
+        <location filename="../ui/download_dialog.py" line="340"/>
         <source>Import a model</source>
         <translation>导入模型</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="341" />
+        <location filename="../ui/download_dialog.py" line="341"/>
         <source>&lt;b&gt;Importing %1&lt;/b&gt;</source>
         <translation>&lt;b&gt;正在导入 %1&lt;/b&gt;</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="345" />
+        <location filename="../ui/download_dialog.py" line="345"/>
         <source>A GGUF file or Hugging Face folder is converted once; a 0.5B model takes about six minutes on two cores.</source>
         <translation>GGUF 文件或 Hugging Face 文件夹只需转换一次，在双核电脑上 0.5B 模型大约需要六分钟。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="348" />
+        <location filename="../ui/download_dialog.py" line="348"/>
         <source>Reading…</source>
         <translation>正在读取…</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="386" />
+        <location filename="../ui/download_dialog.py" line="386"/>
         <source>Downloading…</source>
         <translation>正在下载…</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="388" />
+        <location filename="../ui/download_dialog.py" line="388"/>
         <source>%1 of %2</source>
         <translation>%1 / %2</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="390" />
+        <location filename="../ui/download_dialog.py" line="390"/>
         <source>%1/s</source>
         <translation>%1/秒</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="392" />
+        <location filename="../ui/download_dialog.py" line="392"/>
         <source>%1 left</source>
         <translation>剩余 %1</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="400" />
+        <location filename="../ui/download_dialog.py" line="400"/>
         <source>Building the model: %1</source>
         <translation>正在构建模型：%1</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="402" />
+        <location filename="../ui/download_dialog.py" line="402"/>
         <source>step %1 of %2</source>
         <translation>第 %1 步，共 %2 步</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="414" />
+        <location filename="../ui/download_dialog.py" line="414"/>
         <source>Close</source>
         <translation>关闭</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="421" />
+        <location filename="../ui/download_dialog.py" line="421"/>
         <source>Installed</source>
         <translation>已安装</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="425" />
+        <location filename="../ui/download_dialog.py" line="425"/>
         <source>%1 · %2 on disk · in %3</source>
         <translation>%1 · 占用 %2 · 位于 %3</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="430" />
+        <location filename="../ui/download_dialog.py" line="430"/>
         <source>The model is ready. It is listed among the installed models.</source>
         <translation>模型已就绪，已列在已安装的模型中。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="437" />
+        <location filename="../ui/download_dialog.py" line="437"/>
         <source>Paused</source>
         <translation>已暂停</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="442" />
+        <location filename="../ui/download_dialog.py" line="442"/>
         <source>What has arrived is kept in the models folder; Resume (or Download later) continues from there.</source>
         <translation>已下载的部分保留在模型文件夹中；点击“继续”（或之后再下载）会从那里继续。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="449" />
+        <location filename="../ui/download_dialog.py" line="449"/>
         <source>The import was cancelled; nothing was installed.</source>
         <translation>导入已取消，未安装任何内容。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="453" />
+        <location filename="../ui/download_dialog.py" line="453"/>
         <source>Stopped while building. The downloaded file is kept: Resume only builds it.</source>
         <translation>在构建时停止。已下载的文件会保留：“继续”只需重新构建。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="457" />
+        <location filename="../ui/download_dialog.py" line="457"/>
         <source>Paused at %1 of %2.</source>
         <translation>暂停于 %1 / %2。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="462" />
+        <location filename="../ui/download_dialog.py" line="462"/>
         <source>Stopped.</source>
         <translation>已停止。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="469" />
+        <location filename="../ui/download_dialog.py" line="469"/>
         <source>The Hugging Face hub cannot be reached.</source>
         <translation>无法连接 Hugging Face 模型库。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="470" />
+        <location filename="../ui/download_dialog.py" line="470"/>
         <source>This model was not found on the hub.</source>
         <translation>模型库中找不到此模型。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="471" />
+        <location filename="../ui/download_dialog.py" line="471"/>
         <source>This model needs a Hugging Face login.</source>
         <translation>此模型需要登录 Hugging Face。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="472" />
+        <location filename="../ui/download_dialog.py" line="472"/>
         <source>The download arrived damaged and was deleted; nothing was installed.</source>
         <translation>下载的文件已损坏并被删除，未安装任何内容。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="473" />
+        <location filename="../ui/download_dialog.py" line="473"/>
         <source>Not enough disk space.</source>
         <translation>磁盘空间不足。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="474" />
+        <location filename="../ui/download_dialog.py" line="474"/>
         <source>The hub keeps answering with an error.</source>
         <translation>模型库持续返回错误。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="475" />
+        <location filename="../ui/download_dialog.py" line="475"/>
         <source>The connection keeps dropping; what arrived is kept.</source>
         <translation>连接不断中断；已下载的部分会保留。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="477" />
+        <location filename="../ui/download_dialog.py" line="477"/>
         <source>The model could not be installed.</source>
         <translation>无法安装模型。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="480" />
+        <location filename="../ui/download_dialog.py" line="480"/>
         <source>Check your connection and try again, or import a model file you already have (a GGUF file or a Hugging Face folder) with Import from disk…</source>
         <translation>请检查网络连接后重试，或通过“从磁盘导入…”导入已有的模型文件（GGUF 文件或 Hugging Face 文件夹）。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="485" />
+        <location filename="../ui/download_dialog.py" line="485"/>
         <source>Failed</source>
         <translation>失败</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="487" />
+        <location filename="../ui/download_dialog.py" line="487"/>
         <source>What has arrived is kept; Resume continues from there.</source>
         <translation>已下载的部分会保留；“继续”会从那里继续。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="496" />
+        <location filename="../ui/download_dialog.py" line="496"/>
         <source>Try again</source>
         <translation>重试</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="514" />
+        <location filename="../ui/download_dialog.py" line="514"/>
         <source>Stopping…</source>
         <translation>正在停止…</translation>
     </message>
@@ -293,318 +294,359 @@
 <context>
     <name>MainWindow</name>
     <message>
-        <location filename="../ui/main_window.py" line="118" />
+        <location filename="../ui/main_window.py" line="123"/>
         <source>Qwen Desktop</source>
         <translation>Qwen 桌面版</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="153" />
-        <location filename="../ui/main_window.py" line="154" />
-        <location filename="../ui/main_window.py" line="311" />
-        <location filename="../ui/main_window.py" line="482" />
-        <location filename="../ui/main_window.py" line="597" />
-        <location filename="../ui/main_window.py" line="605" />
+        <location filename="../ui/main_window.py" line="159"/>
+        <location filename="../ui/main_window.py" line="160"/>
+        <location filename="../ui/main_window.py" line="322"/>
+        <location filename="../ui/main_window.py" line="495"/>
+        <location filename="../ui/main_window.py" line="617"/>
+        <location filename="../ui/main_window.py" line="629"/>
         <source>New chat</source>
         <translation>新对话</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="158" />
+        <location filename="../ui/main_window.py" line="164"/>
         <source>Conversations</source>
         <translation>对话列表</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="162" />
-        <location filename="../ui/main_window.py" line="491" />
+        <location filename="../ui/main_window.py" line="168"/>
+        <location filename="../ui/main_window.py" line="504"/>
         <source>Rename</source>
         <translation>重命名</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="163" />
+        <location filename="../ui/main_window.py" line="169"/>
         <source>Rename conversation</source>
         <translation>重命名对话</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="165" />
+        <location filename="../ui/main_window.py" line="171"/>
+        <location filename="../ui/main_window.py" line="527"/>
         <source>Delete</source>
         <translation>删除</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="166" />
-        <location filename="../ui/main_window.py" line="504" />
+        <location filename="../ui/main_window.py" line="172"/>
+        <location filename="../ui/main_window.py" line="520"/>
         <source>Delete conversation</source>
         <translation>删除对话</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="171" />
+        <location filename="../ui/main_window.py" line="178"/>
         <source>Models…</source>
         <translation>模型…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="172" />
+        <location filename="../ui/main_window.py" line="179"/>
         <source>Models</source>
         <translation>模型</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="175" />
+        <location filename="../ui/main_window.py" line="182"/>
         <source>Settings…</source>
         <translation>设置…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="176" />
-        <location filename="../ui/main_window.py" line="314" />
+        <location filename="../ui/main_window.py" line="183"/>
+        <location filename="../ui/main_window.py" line="325"/>
         <source>Settings</source>
         <translation>设置</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="189" />
+        <location filename="../ui/main_window.py" line="196"/>
         <source>Problem</source>
         <translation>问题</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="192" />
+        <location filename="../ui/main_window.py" line="199"/>
         <source>Choose a model…</source>
         <translation>选择模型…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="193" />
+        <location filename="../ui/main_window.py" line="200"/>
         <source>Choose a model</source>
         <translation>选择模型</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="196" />
+        <location filename="../ui/main_window.py" line="203"/>
         <source>Dismiss</source>
         <translation>关闭</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="197" />
+        <location filename="../ui/main_window.py" line="204"/>
         <source>Dismiss the message</source>
         <translation>关闭此提示</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="215" />
+        <location filename="../ui/main_window.py" line="222"/>
         <source>Editing notice</source>
         <translation>编辑提示</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="220" />
+        <location filename="../ui/main_window.py" line="227"/>
         <source>Context warning</source>
         <translation>上下文警告</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="229" />
+        <location filename="../ui/main_window.py" line="236"/>
         <source>Message</source>
         <translation>消息</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="230" />
+        <location filename="../ui/main_window.py" line="237"/>
         <source>Ask anything — Enter sends, Shift+Enter adds a line</source>
         <translation>随便问——回车发送，Shift+回车换行</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="235" />
+        <location filename="../ui/main_window.py" line="242"/>
         <source>Send</source>
         <translation>发送</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="236" />
+        <location filename="../ui/main_window.py" line="243"/>
         <source>Send message</source>
         <translation>发送消息</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="238" />
-        <location filename="../ui/main_window.py" line="313" />
+        <location filename="../ui/main_window.py" line="245"/>
+        <location filename="../ui/main_window.py" line="324"/>
         <source>Stop</source>
         <translation>停止</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="239" />
+        <location filename="../ui/main_window.py" line="246"/>
         <source>Stop the answer</source>
         <translation>停止回答</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="254" />
+        <location filename="../ui/main_window.py" line="261"/>
         <source>Starting…</source>
         <translation>正在启动…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="255" />
+        <location filename="../ui/main_window.py" line="262"/>
         <source>Status</source>
         <translation>状态</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="260" />
+        <location filename="../ui/main_window.py" line="267"/>
         <source>Answer speed</source>
         <translation>回答速度</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="263" />
+        <location filename="../ui/main_window.py" line="270"/>
+        <source>Local server</source>
+        <translation>本地服务器</translation>
+    </message>
+    <message>
+        <location filename="../ui/main_window.py" line="274"/>
         <source>Context used</source>
         <translation>已用上下文</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="266" />
-        <location filename="../ui/main_window.py" line="735" />
+        <location filename="../ui/main_window.py" line="277"/>
+        <location filename="../ui/main_window.py" line="786"/>
         <source>context: –</source>
         <translation>上下文：–</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="275" />
+        <location filename="../ui/main_window.py" line="286"/>
         <source>&lt;h2&gt;Welcome to Qwen Desktop&lt;/h2&gt;</source>
         <translation>&lt;h2&gt;欢迎使用 Qwen 桌面版&lt;/h2&gt;</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="280" />
+        <location filename="../ui/main_window.py" line="291"/>
         <source>Qwen Desktop answers with a language model that runs on this computer; nothing leaves it.&lt;br&gt;To start, import a Qwen2.5 model you have on disk: a &lt;b&gt;GGUF file&lt;/b&gt; (as used by LM Studio, Ollama and llama.cpp) or a &lt;b&gt;Hugging Face folder&lt;/b&gt; (config.json, *.safetensors, tokenizer.json). It is converted once; a 0.5B model takes about six minutes on two cores.&lt;br&gt;&lt;br&gt;Or download one from the Models page (the only time the app uses the network).</source>
         <translation>Qwen 桌面版使用在这台电脑上运行的语言模型回答问题，任何内容都不会离开本机。&lt;br&gt;开始之前，请导入磁盘上已有的 Qwen2.5 模型：&lt;b&gt;GGUF 文件&lt;/b&gt;（LM Studio、Ollama 和 llama.cpp 使用的格式）或 &lt;b&gt;Hugging Face 文件夹&lt;/b&gt;（config.json、*.safetensors、tokenizer.json）。模型只需转换一次，在双核电脑上 0.5B 模型大约需要六分钟。&lt;br&gt;&lt;br&gt;也可以在“模型”页面下载（这是应用唯一使用网络的地方）。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="293" />
+        <location filename="../ui/main_window.py" line="304"/>
         <source>Import or download a model…</source>
         <translation>导入或下载模型…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="294" />
+        <location filename="../ui/main_window.py" line="305"/>
         <source>Open the models page</source>
         <translation>打开模型页面</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="289" />
+        <location filename="../ui/main_window.py" line="825"/>
+        <source>System prompt: %1 · history and message: %2 · kept for the reply: %3</source>
+        <translation>系统提示：%1 · 历史与消息：%2 · 为回答保留：%3</translation>
+    </message>
+    <message>
+        <location filename="../ui/main_window.py" line="929"/>
+        <source>The local server could not start on port %1: %2</source>
+        <translation>本地服务器无法在端口 %1 上启动：%2</translation>
+    </message>
+    <message>
+        <location filename="../ui/main_window.py" line="943"/>
+        <source>API %1</source>
+        <translation>API %1</translation>
+    </message>
+    <message>
+        <location filename="../ui/main_window.py" line="945"/>
+        <source>API request running… (%1)</source>
+        <translation>API 请求进行中…（%1）</translation>
+    </message>
+    <message>
+        <location filename="../ui/main_window.py" line="948"/>
+        <source>Apps on this computer can use the model at %1/v1 (OpenAI-compatible).</source>
+        <translation>本机上的应用可以通过 %1/v1 使用此模型（兼容 OpenAI）。</translation>
+    </message>
+    <message>
+        <location filename="../ui/main_window.py" line="957"/>
+        <source>Waiting for an API request to finish…</source>
+        <translation>正在等待 API 请求完成…</translation>
+    </message>
+    <message>
+        <location filename="../ui/main_window.py" line="300"/>
         <source>Welcome text</source>
         <translation>欢迎说明</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="102" />
+        <location filename="../ui/main_window.py" line="104"/>
         <source>Chats cannot be saved this time: %1</source>
         <translation>本次无法保存对话：%1</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="312" />
+        <location filename="../ui/main_window.py" line="323"/>
         <source>Focus the message box</source>
         <translation>转到输入框</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="315" />
+        <location filename="../ui/main_window.py" line="326"/>
         <source>Copy the last answer</source>
         <translation>复制最后一条回答</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="355" />
+        <location filename="../ui/main_window.py" line="368"/>
         <source>No model yet</source>
         <translation>尚无模型</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="367" />
-        <location filename="../ui/main_window.py" line="376" />
+        <location filename="../ui/main_window.py" line="380"/>
+        <location filename="../ui/main_window.py" line="389"/>
         <source>Loading model…</source>
         <translation>正在加载模型…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="375" />
+        <location filename="../ui/main_window.py" line="388"/>
         <source>Reading model folder…</source>
         <translation>正在读取模型文件夹…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="377" />
+        <location filename="../ui/main_window.py" line="390"/>
         <source>Warming up…</source>
         <translation>正在预热…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="386" />
+        <location filename="../ui/main_window.py" line="399"/>
         <source>Ready — %1, %2 threads — warm-up %3 s</source>
         <translation>就绪 — %1，%2 个线程 — 预热 %3 秒</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="403" />
+        <location filename="../ui/main_window.py" line="416"/>
         <source>The model could not be loaded: %1</source>
         <translation>无法加载模型：%1</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="404" />
+        <location filename="../ui/main_window.py" line="417"/>
         <source>No model loaded</source>
         <translation>未加载模型</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="415" />
+        <location filename="../ui/main_window.py" line="428"/>
         <source>Measuring the best thread count…</source>
         <translation>正在测量最佳线程数…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="421" />
+        <location filename="../ui/main_window.py" line="434"/>
         <source>Measuring the best thread count… %1/%2</source>
         <translation>正在测量最佳线程数… %1/%2</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="438" />
+        <location filename="../ui/main_window.py" line="451"/>
         <source>Rebuilding the session with %1 threads…</source>
         <translation>正在以 %1 个线程重建会话…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="491" />
+        <location filename="../ui/main_window.py" line="504"/>
         <source>Title:</source>
         <translation>标题：</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="505" />
+        <location filename="../ui/main_window.py" line="521"/>
         <source>Delete “%1” and all its messages? This cannot be undone.</source>
         <translation>删除“%1”及其全部消息？此操作无法撤销。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="632" />
+        <location filename="../ui/main_window.py" line="528"/>
+        <source>Delete the conversation</source>
+        <translation>删除此对话</translation>
+    </message>
+    <message>
+        <location filename="../ui/main_window.py" line="656"/>
         <source>waiting for the first token…</source>
         <translation>等待第一个词元…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="650" />
+        <location filename="../ui/main_window.py" line="674"/>
         <source>first token %1 s</source>
         <translation>首个词元 %1 秒</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="664" />
+        <location filename="../ui/main_window.py" line="688"/>
         <source>first token %1 s · %2 tokens/s</source>
         <translation>首个词元 %1 秒 · %2 词元/秒</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="678" />
+        <location filename="../ui/main_window.py" line="702"/>
         <source>first token %1 s · %2 tokens/s · %3 tokens</source>
         <translation>首个词元 %1 秒 · %2 词元/秒 · %3 个词元</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="691" />
+        <location filename="../ui/main_window.py" line="717"/>
         <source>The answer failed: %1</source>
         <translation>回答失败：%1</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="706" />
+        <location filename="../ui/main_window.py" line="734"/>
+        <source>This chat was changed outside this window while the answer was written: the answer or its chat no longer exists, so the answer was not kept.</source>
+        <translation>回答写入期间，此对话在本窗口之外被更改：回答或其对话已不存在，因此未保留该回答。</translation>
+    </message>
+    <message>
+        <location filename="../ui/main_window.py" line="756"/>
         <source>Editing an earlier message. Sending starts a new version of the conversation from here; the old version is kept (use ‹ › on the message to switch). Esc cancels.</source>
         <translation>正在编辑之前的消息。发送后将从这里开始对话的新版本；旧版本会保留（用消息上的 ‹ › 切换）。按 Esc 取消。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="723" />
+        <location filename="../ui/main_window.py" line="773"/>
         <source>Answer copied</source>
         <translation>已复制回答</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="756" />
+        <location filename="../ui/main_window.py" line="822"/>
         <source>%1 / %2 tokens</source>
         <translation>%1 / %2 词元</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="759" />
-        <source>System prompt: %1 · history: %2 · room for the reply: %3</source>
-        <translation>系统提示：%1 · 历史：%2 · 回答空间：%3</translation>
-    </message>
-    <message>
-        <location filename="../ui/main_window.py" line="767" />
+        <location filename="../ui/main_window.py" line="833"/>
         <source>Sending this pushes the %1 oldest message(s) out of the context: the model will not see them.</source>
         <translation>发送后，最早的 %1 条消息将被移出上下文，模型将看不到它们。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="770" />
+        <location filename="../ui/main_window.py" line="836"/>
         <source>A message is too long for the context and will be shortened in the middle.</source>
         <translation>有一条消息超出上下文长度，将从中间截短。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="830" />
+        <location filename="../ui/main_window.py" line="900"/>
         <source>Applying settings…</source>
         <translation>正在应用设置…</translation>
     </message>
@@ -612,384 +654,394 @@
 <context>
     <name>MessageView</name>
     <message>
-        <location filename="../ui/chat_view.py" line="132" />
+        <location filename="../ui/chat_view.py" line="174"/>
         <source>You</source>
         <translation>你</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view.py" line="132" />
+        <location filename="../ui/chat_view.py" line="174"/>
         <source>Assistant</source>
         <translation>助手</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view.py" line="134" />
+        <location filename="../ui/chat_view.py" line="176"/>
         <source>Author</source>
         <translation>作者</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view.py" line="138" />
+        <location filename="../ui/chat_view.py" line="180"/>
         <source>Previous version</source>
         <translation>上一个版本</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view.py" line="142" />
+        <location filename="../ui/chat_view.py" line="184"/>
         <source>Version</source>
         <translation>版本</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view.py" line="143" />
+        <location filename="../ui/chat_view.py" line="185"/>
         <source>Next version</source>
         <translation>下一个版本</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view.py" line="151" />
+        <location filename="../ui/chat_view.py" line="193"/>
         <source>Message status</source>
         <translation>消息状态</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view.py" line="153" />
+        <location filename="../ui/chat_view.py" line="195"/>
         <source>Copy</source>
         <translation>复制</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view.py" line="153" />
+        <location filename="../ui/chat_view.py" line="195"/>
         <source>Copy message</source>
         <translation>复制消息</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view.py" line="159" />
+        <location filename="../ui/chat_view.py" line="201"/>
         <source>Edit</source>
         <translation>编辑</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view.py" line="159" />
+        <location filename="../ui/chat_view.py" line="201"/>
         <source>Edit and resend</source>
         <translation>编辑并重新发送</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view.py" line="164" />
+        <location filename="../ui/chat_view.py" line="206"/>
         <source>Retry</source>
         <translation>重试</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view.py" line="164" />
+        <location filename="../ui/chat_view.py" line="206"/>
         <source>Regenerate</source>
         <translation>重新生成</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view.py" line="170" />
+        <location filename="../ui/chat_view.py" line="212"/>
         <source>Message text</source>
         <translation>消息内容</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view.py" line="189" />
+        <location filename="../ui/chat_view.py" line="231"/>
         <source>writing…</source>
         <translation>正在生成…</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view.py" line="190" />
+        <location filename="../ui/chat_view.py" line="232"/>
         <source>stopped</source>
         <translation>已停止</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view.py" line="191" />
+        <location filename="../ui/chat_view.py" line="233"/>
         <source>interrupted (the app closed while writing)</source>
         <translation>已中断（生成时应用被关闭）</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view.py" line="192" />
+        <location filename="../ui/chat_view.py" line="234"/>
         <source>failed</source>
         <translation>失败</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view.py" line="207" />
+        <location filename="../ui/chat_view.py" line="251"/>
         <source>Copy code</source>
         <translation>复制代码</translation>
+    </message>
+    <message>
+        <location filename="../ui/chat_view.py" line="253"/>
+        <source>Shown as plain text: {reason}.</source>
+        <translation>以纯文本显示：{reason}。</translation>
     </message>
 </context>
 <context>
     <name>ModelsDialog</name>
     <message>
-        <location filename="../ui/models_dialog.py" line="121" />
-        <location filename="../ui/models_dialog.py" line="122" />
+        <location filename="../ui/models_dialog.py" line="121"/>
+        <location filename="../ui/models_dialog.py" line="122"/>
         <source>Models</source>
         <translation>模型</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="129" />
+        <location filename="../ui/models_dialog.py" line="129"/>
         <source>Models folder:</source>
         <translation>模型文件夹：</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="131" />
+        <location filename="../ui/models_dialog.py" line="131"/>
         <source>Models folder</source>
         <translation>模型文件夹</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="134" />
+        <location filename="../ui/models_dialog.py" line="134"/>
         <source>Open folder</source>
         <translation>打开文件夹</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="135" />
+        <location filename="../ui/models_dialog.py" line="135"/>
         <source>Open the models folder</source>
         <translation>打开模型文件夹</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="138" />
+        <location filename="../ui/models_dialog.py" line="138"/>
         <source>Change folder…</source>
         <translation>更改文件夹…</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="139" />
+        <location filename="../ui/models_dialog.py" line="139"/>
         <source>Change where models are stored</source>
         <translation>更改模型的存储位置</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="144" />
+        <location filename="../ui/models_dialog.py" line="144"/>
         <source>Free disk space</source>
         <translation>可用磁盘空间</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="148" />
-        <location filename="../ui/models_dialog.py" line="321" />
+        <location filename="../ui/models_dialog.py" line="148"/>
+        <location filename="../ui/models_dialog.py" line="323"/>
         <source>Installed</source>
         <translation>已安装</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="152" />
+        <location filename="../ui/models_dialog.py" line="152"/>
         <source>Default</source>
         <translation>默认</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="153" />
-        <location filename="../ui/models_dialog.py" line="193" />
+        <location filename="../ui/models_dialog.py" line="153"/>
+        <location filename="../ui/models_dialog.py" line="193"/>
         <source>Name</source>
         <translation>名称</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="154" />
+        <location filename="../ui/models_dialog.py" line="154"/>
         <source>Precision</source>
         <translation>精度</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="155" />
+        <location filename="../ui/models_dialog.py" line="155"/>
         <source>Size on disk</source>
         <translation>占用空间</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="156" />
+        <location filename="../ui/models_dialog.py" line="156"/>
         <source>Source</source>
         <translation>来源</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="157" />
+        <location filename="../ui/models_dialog.py" line="157"/>
         <source>Checksum</source>
         <translation>校验和</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="159" />
+        <location filename="../ui/models_dialog.py" line="159"/>
         <source>Installed models</source>
         <translation>已安装的模型</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="166" />
+        <location filename="../ui/models_dialog.py" line="166"/>
         <source>No model is installed yet: download one below, or import a file you already have.</source>
         <translation>尚未安装模型：请在下方下载，或导入已有的文件。</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="168" />
+        <location filename="../ui/models_dialog.py" line="168"/>
         <source>No models yet</source>
         <translation>尚无模型</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="171" />
+        <location filename="../ui/models_dialog.py" line="171"/>
         <source>Set as default</source>
         <translation>设为默认</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="172" />
+        <location filename="../ui/models_dialog.py" line="172"/>
         <source>Make the selected model the default</source>
         <translation>将所选模型设为默认</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="175" />
+        <location filename="../ui/models_dialog.py" line="175"/>
         <source>Delete…</source>
         <translation>删除…</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="176" />
+        <location filename="../ui/models_dialog.py" line="176"/>
         <source>Delete the selected model</source>
         <translation>删除所选模型</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="180" />
+        <location filename="../ui/models_dialog.py" line="180"/>
         <source>Import from disk…</source>
         <translation>从磁盘导入…</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="181" />
+        <location filename="../ui/models_dialog.py" line="181"/>
         <source>Import a model from disk</source>
         <translation>从磁盘导入模型</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="183" />
+        <location filename="../ui/models_dialog.py" line="183"/>
         <source>GGUF file…</source>
         <translation>GGUF 文件…</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="184" />
+        <location filename="../ui/models_dialog.py" line="184"/>
         <source>Hugging Face folder or model folder…</source>
         <translation>Hugging Face 文件夹或模型文件夹…</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="190" />
+        <location filename="../ui/models_dialog.py" line="190"/>
         <source>Available to download</source>
         <translation>可下载</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="193" />
+        <location filename="../ui/models_dialog.py" line="193"/>
         <source>About</source>
         <translation>简介</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="193" />
-        <location filename="../ui/models_dialog.py" line="328" />
+        <location filename="../ui/models_dialog.py" line="193"/>
+        <location filename="../ui/models_dialog.py" line="330"/>
         <source>Download</source>
         <translation>下载</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="193" />
+        <location filename="../ui/models_dialog.py" line="193"/>
         <source>Licence</source>
         <translation>许可证</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="194" />
+        <location filename="../ui/models_dialog.py" line="194"/>
         <source>Models available to download</source>
         <translation>可下载的模型</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="201" />
-        <source>From the Hugging Face hub; nothing is fetched until you press Download. Each file is checked against the hub's SHA-256, then converted into a model folder here.</source>
+        <location filename="../ui/models_dialog.py" line="201"/>
+        <source>From the Hugging Face hub; nothing is fetched until you press Download. Each file is checked against the hub&apos;s SHA-256, then converted into a model folder here.</source>
         <translation>来自 Hugging Face 模型库；在点击“下载”之前不会获取任何内容。每个文件都会与模型库的 SHA-256 校验，然后在本机转换为模型文件夹。</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="207" />
+        <location filename="../ui/models_dialog.py" line="207"/>
         <source>About downloads</source>
         <translation>关于下载</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="212" />
+        <location filename="../ui/models_dialog.py" line="212"/>
         <source>Status</source>
         <translation>状态</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="217" />
+        <location filename="../ui/models_dialog.py" line="217"/>
         <source>Close</source>
         <translation>关闭</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="221" />
+        <location filename="../ui/models_dialog.py" line="221"/>
         <source>The catalogue cannot be read: %1</source>
         <translation>无法读取模型目录：%1</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="229" />
+        <location filename="../ui/models_dialog.py" line="229"/>
         <source>Select all</source>
         <translation>全选</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="259" />
+        <location filename="../ui/models_dialog.py" line="259"/>
         <source>%1 free on this disk</source>
         <translation>此磁盘可用 %1</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="267" />
+        <location filename="../ui/models_dialog.py" line="267"/>
         <source>The models folder cannot be read: %1</source>
         <translation>无法读取模型文件夹：%1</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="279" />
+        <location filename="../ui/models_dialog.py" line="279"/>
         <source>(in use)</source>
         <translation>（使用中）</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="281" />
+        <location filename="../ui/models_dialog.py" line="281"/>
+        <source>(broken: delete it or import it again)</source>
+        <translation>（已损坏：请删除或重新导入）</translation>
+    </message>
+    <message>
+        <location filename="../ui/models_dialog.py" line="283"/>
         <source>The default: opened when the app starts</source>
         <translation>默认：应用启动时打开</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="326" />
+        <location filename="../ui/models_dialog.py" line="328"/>
         <source>Resume (%1 kept)</source>
         <translation>继续（已保留 %1）</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="331" />
+        <location filename="../ui/models_dialog.py" line="333"/>
         <source>Download %1</source>
         <translation>下载 %1</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="386" />
+        <location filename="../ui/models_dialog.py" line="388"/>
         <source>%1 is now the default; the app switches to it when this window closes.</source>
         <translation>%1 现在是默认模型；关闭此窗口后应用将切换到它。</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="401" />
+        <location filename="../ui/models_dialog.py" line="403"/>
         <source>Model in use</source>
         <translation>使用中的模型</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="403" />
+        <location filename="../ui/models_dialog.py" line="405"/>
         <source>%1 is the model in use, so it is not deleted. Make another model the default (Set as default), close this window so the app switches to it, then delete this one.</source>
         <translation>%1 是正在使用的模型，因此不会被删除。请先将另一个模型设为默认（“设为默认”），关闭此窗口让应用切换过去，再删除此模型。</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="413" />
+        <location filename="../ui/models_dialog.py" line="415"/>
         <source>Delete model</source>
         <translation>删除模型</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="415" />
+        <location filename="../ui/models_dialog.py" line="417"/>
         <source>Delete %1? Its folder (%2, %3) is removed from disk. It can be downloaded or imported again.</source>
         <translation>删除 %1？其文件夹（%2，%3）将从磁盘中移除。之后可以重新下载或导入。</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="433" />
+        <location filename="../ui/models_dialog.py" line="435"/>
         <source>Deleted %1.</source>
         <translation>已删除 %1。</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="444" />
+        <location filename="../ui/models_dialog.py" line="446"/>
         <source>Where to store models</source>
         <translation>模型存储位置</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="456" />
+        <location filename="../ui/models_dialog.py" line="458"/>
         <source>Models are now stored in %1. The models in %2 stay there (move them by hand if you like).</source>
         <translation>模型现在存储在 %1。%2 中的模型会留在原处（如需要可手动移动）。</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="462" />
+        <location filename="../ui/models_dialog.py" line="464"/>
         <source>The setting could not be saved: %1</source>
         <translation>无法保存设置：%1</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="510" />
+        <location filename="../ui/models_dialog.py" line="512"/>
         <source>Import a GGUF file</source>
         <translation>导入 GGUF 文件</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="510" />
+        <location filename="../ui/models_dialog.py" line="512"/>
         <source>GGUF models (*.gguf)</source>
         <translation>GGUF 模型 (*.gguf)</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="517" />
+        <location filename="../ui/models_dialog.py" line="519"/>
         <source>Import a model folder</source>
         <translation>导入模型文件夹</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="522" />
+        <location filename="../ui/models_dialog.py" line="524"/>
         <source>Installed %1.</source>
         <translation>已安装 %1。</translation>
     </message>
@@ -997,253 +1049,321 @@
 <context>
     <name>SettingsDialog</name>
     <message>
-        <location filename="../ui/settings_dialog.py" line="77" />
-        <location filename="../ui/settings_dialog.py" line="78" />
+        <location filename="../ui/settings_dialog.py" line="79"/>
+        <location filename="../ui/settings_dialog.py" line="80"/>
         <source>Settings</source>
         <translation>设置</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="91" />
+        <location filename="../ui/settings_dialog.py" line="93"/>
         <source>Auto (fastest measured; %1 physical cores)</source>
         <translation>自动（实测最快；%1 个物理核心）</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="93" />
+        <location filename="../ui/settings_dialog.py" line="95"/>
         <source>Auto (fastest measured)</source>
         <translation>自动（实测最快）</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="95" />
+        <location filename="../ui/settings_dialog.py" line="97"/>
         <source>now %1</source>
         <translation>当前 %1</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="100" />
+        <location filename="../ui/settings_dialog.py" line="102"/>
         <source>CPU threads</source>
         <translation>CPU 线程数</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="101" />
+        <location filename="../ui/settings_dialog.py" line="103"/>
         <source>CPU threads:</source>
         <translation>CPU 线程数：</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="103" />
+        <location filename="../ui/settings_dialog.py" line="105"/>
         <source>Context limit</source>
         <translation>上下文上限</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="105" />
-        <location filename="../ui/settings_dialog.py" line="108" />
+        <location filename="../ui/settings_dialog.py" line="107"/>
+        <location filename="../ui/settings_dialog.py" line="110"/>
         <source> tokens</source>
         <translation> 词元</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="106" />
+        <location filename="../ui/settings_dialog.py" line="108"/>
         <source>Context limit:</source>
         <translation>上下文上限：</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="107" />
+        <location filename="../ui/settings_dialog.py" line="109"/>
         <source>Maximum reply length</source>
         <translation>最长回答</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="109" />
+        <location filename="../ui/settings_dialog.py" line="111"/>
         <source>Maximum reply length:</source>
         <translation>最长回答：</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="110" />
+        <location filename="../ui/settings_dialog.py" line="112"/>
         <source>Temperature</source>
         <translation>温度</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="111" />
+        <location filename="../ui/settings_dialog.py" line="113"/>
         <source>Temperature:</source>
         <translation>温度：</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="112" />
+        <location filename="../ui/settings_dialog.py" line="114"/>
         <source>Top-p</source>
         <translation>Top-p</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="113" />
+        <location filename="../ui/settings_dialog.py" line="115"/>
         <source>Top-p:</source>
         <translation>Top-p：</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="114" />
+        <location filename="../ui/settings_dialog.py" line="116"/>
         <source>Top-k</source>
         <translation>Top-k</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="115" />
+        <location filename="../ui/settings_dialog.py" line="117"/>
         <source>off</source>
         <translation>关闭</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="116" />
+        <location filename="../ui/settings_dialog.py" line="118"/>
         <source>Top-k:</source>
         <translation>Top-k：</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="117" />
+        <location filename="../ui/settings_dialog.py" line="119"/>
         <source>Repetition penalty</source>
         <translation>重复惩罚</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="118" />
+        <location filename="../ui/settings_dialog.py" line="120"/>
         <source>Repetition penalty:</source>
         <translation>重复惩罚：</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="119" />
+        <location filename="../ui/settings_dialog.py" line="121"/>
         <source>Seed</source>
         <translation>随机种子</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="120" />
+        <location filename="../ui/settings_dialog.py" line="122"/>
         <source>random</source>
         <translation>随机</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="121" />
+        <location filename="../ui/settings_dialog.py" line="123"/>
         <source>Seed:</source>
         <translation>随机种子：</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="124" />
+        <location filename="../ui/settings_dialog.py" line="126"/>
         <source>System prompt</source>
         <translation>系统提示</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="126" />
+        <location filename="../ui/settings_dialog.py" line="128"/>
         <source>System prompt:</source>
         <translation>系统提示：</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="130" />
-        <location filename="../ui/settings_dialog.py" line="141" />
+        <location filename="../ui/settings_dialog.py" line="132"/>
+        <location filename="../ui/settings_dialog.py" line="143"/>
         <source>Same as the system</source>
         <translation>跟随系统</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="131" />
+        <location filename="../ui/settings_dialog.py" line="133"/>
         <source>Light</source>
         <translation>浅色</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="132" />
+        <location filename="../ui/settings_dialog.py" line="134"/>
         <source>Dark</source>
         <translation>深色</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="136" />
+        <location filename="../ui/settings_dialog.py" line="138"/>
         <source>Theme</source>
         <translation>主题</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="137" />
+        <location filename="../ui/settings_dialog.py" line="139"/>
         <source>Theme:</source>
         <translation>主题：</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="143" />
+        <location filename="../ui/settings_dialog.py" line="145"/>
         <source>Language (applies at the next start)</source>
         <translation>语言（下次启动时生效）</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="144" />
+        <location filename="../ui/settings_dialog.py" line="146"/>
         <source>Language (next start):</source>
         <translation>语言（下次启动）：</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="148" />
+        <location filename="../ui/settings_dialog.py" line="150"/>
         <source>Model in use</source>
         <translation>使用的模型</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="157" />
+        <location filename="../ui/settings_dialog.py" line="159"/>
         <source>Import from disk…</source>
         <translation>从磁盘导入…</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="158" />
+        <location filename="../ui/settings_dialog.py" line="160"/>
         <source>Import a model from disk</source>
         <translation>从磁盘导入模型</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="160" />
+        <location filename="../ui/settings_dialog.py" line="162"/>
         <source>GGUF file…</source>
         <translation>GGUF 文件…</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="161" />
+        <location filename="../ui/settings_dialog.py" line="163"/>
         <source>Hugging Face folder…</source>
         <translation>Hugging Face 文件夹…</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="165" />
+        <location filename="../ui/settings_dialog.py" line="167"/>
         <source>Model:</source>
         <translation>模型：</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="166" />
+        <location filename="../ui/settings_dialog.py" line="168"/>
         <source>To download models, use the Models page.</source>
         <translation>要下载模型，请使用“模型”页面。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="173" />
+        <location filename="../ui/settings_dialog.py" line="173"/>
+        <source>Serve the model to other apps on this computer</source>
+        <translation>向本机上的其他应用提供此模型</translation>
+    </message>
+    <message>
+        <location filename="../ui/settings_dialog.py" line="174"/>
+        <source>Local server</source>
+        <translation>本地服务器</translation>
+    </message>
+    <message>
+        <location filename="../ui/settings_dialog.py" line="176"/>
+        <source>Local server:</source>
+        <translation>本地服务器：</translation>
+    </message>
+    <message>
+        <location filename="../ui/settings_dialog.py" line="177"/>
+        <source>Local server port</source>
+        <translation>本地服务器端口</translation>
+    </message>
+    <message>
+        <location filename="../ui/settings_dialog.py" line="178"/>
+        <source>Port:</source>
+        <translation>端口：</translation>
+    </message>
+    <message>
+        <location filename="../ui/settings_dialog.py" line="180"/>
+        <source>none (any app on this computer may use it)</source>
+        <translation>无（本机上的任何应用都可使用）</translation>
+    </message>
+    <message>
+        <location filename="../ui/settings_dialog.py" line="181"/>
+        <source>Local server API key</source>
+        <translation>本地服务器 API 密钥</translation>
+    </message>
+    <message>
+        <location filename="../ui/settings_dialog.py" line="182"/>
+        <source>API key:</source>
+        <translation>API 密钥：</translation>
+    </message>
+    <message>
+        <location filename="../ui/settings_dialog.py" line="185"/>
+        <source>Local server address</source>
+        <translation>本地服务器地址</translation>
+    </message>
+    <message>
+        <location filename="../ui/settings_dialog.py" line="194"/>
         <source>Apply settings</source>
         <translation>应用设置</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="174" />
-        <location filename="../ui/settings_dialog.py" line="237" />
+        <location filename="../ui/settings_dialog.py" line="195"/>
+        <location filename="../ui/settings_dialog.py" line="272"/>
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="219" />
+        <location filename="../ui/settings_dialog.py" line="206"/>
+        <source>OpenAI base URL %1/v1, chat page %1/</source>
+        <translation>OpenAI 基础 URL %1/v1，聊天页面 %1/</translation>
+    </message>
+    <message>
+        <location filename="../ui/settings_dialog.py" line="208"/>
+        <source>Off: nothing listens on the network.</source>
+        <translation>关闭：不在网络上监听任何端口。</translation>
+    </message>
+    <message>
+        <location filename="../ui/settings_dialog.py" line="254"/>
         <source>Import a GGUF file</source>
         <translation>导入 GGUF 文件</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="219" />
+        <location filename="../ui/settings_dialog.py" line="254"/>
         <source>GGUF models (*.gguf)</source>
         <translation>GGUF 模型 (*.gguf)</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="227" />
+        <location filename="../ui/settings_dialog.py" line="262"/>
         <source>Import a Hugging Face folder</source>
         <translation>导入 Hugging Face 文件夹</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="237" />
+        <location filename="../ui/settings_dialog.py" line="272"/>
         <source>Importing %1…</source>
         <translation>正在导入 %1…</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="239" />
+        <location filename="../ui/settings_dialog.py" line="274"/>
         <source>Import a model</source>
         <translation>导入模型</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="240" />
+        <location filename="../ui/settings_dialog.py" line="275"/>
         <source>Import progress</source>
         <translation>导入进度</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="267" />
+        <location filename="../ui/settings_dialog.py" line="302"/>
         <source>Building: %1</source>
         <translation>正在构建：%1</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="284" />
+        <location filename="../ui/settings_dialog.py" line="319"/>
         <source>Import failed</source>
         <translation>导入失败</translation>
+    </message>
+</context>
+<context>
+    <name>parent</name>
+    <message>
+        <location filename="../ui/chat_view.py" line="56"/>
+        <source>Open link</source>
+        <translation>打开链接</translation>
+    </message>
+    <message>
+        <location filename="../ui/chat_view.py" line="57"/>
+        <source>Open this address outside the app?</source>
+        <translation>在应用之外打开此地址？</translation>
     </message>
 </context>
 </TS>

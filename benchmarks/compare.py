@@ -242,6 +242,39 @@ def spread(rows: list[dict]) -> list[str]:
     return [head, "", *lines, ""]
 
 
+MEMORY_POINTS = (
+    ("memory_loaded", "loaded and warmed up"),
+    ("memory_long_prompt", "first token of the long prompt"),
+    ("memory_end", "after the long-conversation decode"),
+)
+
+
+def memory_breakdown(rows: list[dict]) -> list[str]:
+    """Our resident memory split into anonymous and file-backed pages, and each graph's share, from the
+    bench's /proc/self/smaps_rollup readings (Linux only; nothing when the bench had none)."""
+    ours = next((r for r in rows if r["runtime"] == "ours" and "error" not in r), None)
+    points = [(label, ours[key]) for key, label in MEMORY_POINTS if ours and ours.get(key)]
+    if not points:
+        return []
+    roles = [role for role in ("decode", "prefill", "head") if role in points[0][1]["graphs_mb"]]
+    lines = [
+        "## Our memory, broken down",
+        "",
+        "Resident memory of the bench process (`/proc/self/smaps_rollup`: anonymous against file-backed pages; "
+        "`/proc/self/smaps`: the resident pages mapped from each graph's cached optimized copy), in MB:",
+        "",
+        "| when | resident | anonymous | file-backed | " + " | ".join(f"{r} graph" for r in roles) + " |",
+        "|---|---|---|---|" + "---|" * len(roles),
+    ]
+    for label, mem in points:
+        graphs = " | ".join(f"{mem['graphs_mb'].get(r, 0):.0f}" for r in roles)
+        lines.append(
+            f"| {label} | {mem['rss_mb']:.0f} | {mem['anon_mb']:.0f} | {mem['file_mb']:.0f} | {graphs} |"
+        )
+    lines += ["", f"Peak (`ru_maxrss`): {ours['peak_rss_mb']:.0f} MB.", ""]
+    return lines
+
+
 def write_markdown(path: Path, info: dict, rows: list[dict]) -> None:
     m = info["machine"]
     lines = [
@@ -315,6 +348,7 @@ def write_markdown(path: Path, info: dict, rows: list[dict]) -> None:
         "(`ru_maxrss`), one process per runtime. Load is model load time in that process (ours: session "
         "creation from its cached optimized graph; warm-up excluded).",
         "",
+        *memory_breakdown(rows),
         "## What it says",
         "",
         summary(rows),

@@ -190,6 +190,21 @@ def cmd_bench(args: argparse.Namespace) -> int:
         (f"decode after {r.long_context_tokens} tokens", f"{r.long_context_decode_tps:.1f} tokens/s"),
         ("peak RSS", f"{r.peak_rss_mb:.0f} MB"),
     ]
+    for label, mem in (
+        ("loaded", r.memory_loaded),
+        ("at the end of the long prompt", r.memory_long_prompt),
+        (f"after {r.long_context_tokens} tokens", r.memory_end),
+    ):
+        if mem is None:
+            continue
+        graphs = ", ".join(f"{role} {mb:.0f}" for role, mb in mem["graphs_mb"].items())
+        rows.append(
+            (
+                f"memory {label}",
+                f"{mem['rss_mb']:.0f} MB resident: {mem['anon_mb']:.0f} anonymous, {mem['file_mb']:.0f} "
+                f"file-backed" + (f" (graph files: {graphs} MB)" if graphs else ""),
+            )
+        )
     width = max(len(k) for k, _ in rows)
     print(f"median of {r.runs} runs, {r.machine.get('cpu')}, onnxruntime {r.machine.get('onnxruntime')}")
     for k, v in rows:

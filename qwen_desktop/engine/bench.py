@@ -22,6 +22,7 @@ from qwen_desktop.engine.generate import (
     TextPiece,
     stream_generate,
 )
+from qwen_desktop.engine.memory import MemoryUse, memory_use
 from qwen_desktop.engine.model_files import load_model_files
 from qwen_desktop.engine.session import OnnxModel
 from qwen_desktop.engine.tokenizer import ChatTokenizer
@@ -96,6 +97,11 @@ class BenchResult:
     long_context_decode_tps: float  # decode right after a prompt of long_context_tokens (a long chat)
     long_context_tokens: int
     peak_rss_mb: float
+    # MemoryUse.to_dict() (rss/anon/file MB, and each graph's resident file pages) once loaded and warmed up,
+    # and right after the long prompt's first token (both graphs and the head in use); None off Linux.
+    memory_loaded: dict[str, Any] | None = None
+    memory_long_prompt: dict[str, Any] | None = None
+    memory_end: dict[str, Any] | None = None  # after the last figure (a conversation of long_context_tokens)
     machine: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -162,6 +168,10 @@ def _turn6(engine: ChatEngine) -> tuple[float, int, int]:
     return 0.0, 0, 0
 
 
+def _memory(engine: ChatEngine) -> MemoryUse | None:
+    return memory_use(engine.model.graph_files)
+
+
 def machine_info() -> dict[str, Any]:
     import onnxruntime
 
@@ -196,6 +206,8 @@ def run_bench(
     started = time.perf_counter()
     engine = ChatEngine(folder, threads=threads, context_limit=4096, cache_root=cache_root)
     load_total = time.perf_counter() - started - engine.warmup_seconds
+    loaded = _memory(engine)
+    at_long: MemoryUse | None = None
     short = [{"role": "user", "content": SHORT_QUESTION}]
     long = [{"role": "user", "content": long_prompt(engine.tokenizer)}]
     short_ids = engine.context.encode(short)
@@ -222,6 +234,8 @@ def run_bench(
         ttft_typed.append(_ttft_typed(engine, SHORT_QUESTION))
         say(tag + "time to first token, long prompt")
         ttft_long.append(_ttft(engine, long))
+        if r == 0:
+            at_long = _memory(engine)
         say(tag + f"decode speed over {decode_tokens} tokens")
         decode.append(_decode_ids(engine, short_ids, decode_tokens, lookup=False))
         say(tag + "decode with the app's sampling settings")
@@ -235,6 +249,7 @@ def run_bench(
         turn6.append(_turn6(engine))
         say(tag + f"decode speed after {target} tokens of conversation")
         after_long.append(_long_context_decode(engine, target, decode_tokens))
+    end = _memory(engine)
     long_s = statistics.median(t for t, _, _ in ttft_long)
     long_tokens = ttft_long[0][1]
     return BenchResult(
@@ -261,6 +276,9 @@ def run_bench(
         long_context_decode_tps=statistics.median(t for t, _ in after_long),
         long_context_tokens=after_long[0][1],
         peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        memory_loaded=loaded.to_dict() if loaded else None,
+        memory_long_prompt=at_long.to_dict() if at_long else None,
+        memory_end=end.to_dict() if end else None,
         machine=machine_info(),
     )
 

@@ -83,6 +83,11 @@ def drop_stale_cache_entries(cache_root: Path, keep: Collection[Path]) -> None:
             shutil.rmtree(entry, ignore_errors=True)
 
 
+def _cache_files(cached: Path) -> tuple[Path, ...]:
+    """A cached optimized graph and its external weights file (which ONNX Runtime maps)."""
+    return (cached, cached.with_name(cached.name + ".data"))
+
+
 class ContextFullError(ModelError):
     """More tokens than the KV cache was sized for."""
 
@@ -112,6 +117,7 @@ class _Opened:
     session: Any
     cache_entry: Path | None = None  # the cache entry its graph uses (kept when the cache is tidied)
     made_entry: bool = False  # this load wrote that entry
+    files: tuple[Path, ...] = ()  # the files its weights are read or mapped from
 
 
 @dataclass(frozen=True)
@@ -200,6 +206,8 @@ class OnnxModel:
         self.session: Any = opened["decode"].session
         self.prefill_session: Any = opened["prefill"].session if "prefill" in opened else None
         self.head_session: Any = opened["head"].session if "head" in opened else None
+        # role -> the files each session's weights come from (memory.memory_use counts their resident pages)
+        self.graph_files: dict[str, tuple[Path, ...]] = {role: o.files for role, o in opened.items()}
         if cache_root is not None and any(o.made_entry for o in opened.values()):
             # Tidy once all sessions are open: done earlier, it could remove another graph's copy while
             # that copy is still being written.
@@ -227,9 +235,10 @@ class OnnxModel:
         for 0.5B int4). ``entered`` is set just before the session is built."""
         ort = self._ort
         entered = entered or threading.Event()
+        plain = (graph,)
         if cache_root is None:
             entered.set()
-            return _Opened(self._create(graph, session_options(ort, self.threads, spinning)))
+            return _Opened(self._create(graph, session_options(ort, self.threads, spinning)), files=plain)
         entry: Path | None = None
         try:
             cached = optimized_cache_path(graph, cache_root)
@@ -239,7 +248,7 @@ class OnnxModel:
                     opts = session_options(ort, self.threads, spinning, optimize=False)
                     entered.set()
                     session = ort.InferenceSession(str(cached), opts, providers=["CPUExecutionProvider"])
-                    return _Opened(session, entry)
+                    return _Opened(session, entry, files=_cache_files(cached))
                 except Exception:  # a damaged or foreign cache: drop it and rebuild it from the original
                     shutil.rmtree(cached.parent, ignore_errors=True)
             tmp = cached.parent.with_name(cached.parent.name + ".partial")
@@ -247,7 +256,9 @@ class OnnxModel:
             tmp.mkdir(parents=True)
         except OSError:
             entered.set()
-            return _Opened(self._create(graph, session_options(ort, self.threads, spinning)), entry)
+            return _Opened(
+                self._create(graph, session_options(ort, self.threads, spinning)), entry, files=plain
+            )
         entered.set()
         opts = session_options(ort, self.threads, spinning)
         opts.optimized_model_filepath = str(tmp / cached.name)
@@ -267,8 +278,11 @@ class OnnxModel:
             # Writing the cache failed (a full disk, say) or the graph itself is bad: try once without the
             # cache, which raises the clear ModelError if the graph is the problem.
             shutil.rmtree(tmp, ignore_errors=True)
-            return _Opened(self._create(graph, session_options(ort, self.threads, spinning)), entry)
-        return _Opened(session, entry, made_entry=True)
+            return _Opened(
+                self._create(graph, session_options(ort, self.threads, spinning)), entry, files=plain
+            )
+        # This session read the original graph; later loads map the cached copy.
+        return _Opened(session, entry, made_entry=True, files=plain)
 
     def _create(self, graph: Path, opts: Any) -> Any:
         try:

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import sys
+
+import pytest
+
 from qwen_desktop.engine.bench import run_bench
 
 
@@ -16,3 +20,20 @@ def test_bench_measures_every_figure_once_a_round_and_reports_medians_over_round
     assert result.runs == 3
     assert result.ttft_short_s > 0 and result.decode_tps > 0 and result.ttft_long_s > 0
     assert result.sampled_decode_tps > 0
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="/proc is Linux only")
+def test_bench_reports_anonymous_and_file_backed_memory_and_each_graphs_share(tiny_model_dir, tmp_path):
+    # with the optimized-graph cache, as the app and `qwen-desktop bench` run: the weights are mapped
+    result = run_bench(
+        tiny_model_dir, threads=1, runs=1, decode_tokens=4, cache_root=tmp_path / "ort"
+    )  # first load
+    result = run_bench(tiny_model_dir, threads=1, runs=1, decode_tokens=4, cache_root=tmp_path / "ort")
+    for mem in (result.memory_loaded, result.memory_long_prompt, result.memory_end):
+        assert mem is not None
+        assert 0 < mem["anon_mb"] <= mem["rss_mb"] and 0 < mem["file_mb"] <= mem["rss_mb"]
+        assert mem["rss_mb"] <= result.peak_rss_mb + 1
+        assert set(mem["graphs_mb"]) == {"decode", "prefill", "head"}
+        assert 0 < sum(mem["graphs_mb"].values()) <= mem["file_mb"]
+    # the long prompt went through the prefill graph, so its weights are resident
+    assert result.memory_long_prompt["graphs_mb"]["prefill"] > 0

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -11,12 +10,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from qwen_desktop import __version__, cli_args
+from qwen_desktop.library.catalog import CATALOG_ENV
+from qwen_desktop.units import human_bytes, human_seconds
 
 if TYPE_CHECKING:
     from qwen_desktop.library.catalog import CatalogEntry
     from qwen_desktop.library.download import DownloadProgress
-
-CATALOG_ENV = "QWEN_DESKTOP_CATALOG"
 
 
 class ProgressBar:
@@ -82,11 +81,11 @@ class DownloadBar:
 
     @staticmethod
     def _numbers(p: DownloadProgress) -> str:
-        text = f"{_human_bytes(p.done)} / {_human_bytes(p.total)}"
+        text = f"{human_bytes(p.done)} / {human_bytes(p.total)}"
         if p.speed > 0:
-            text += f"  {_human_bytes(p.speed)}/s"
+            text += f"  {human_bytes(p.speed)}/s"
         if p.eta is not None and p.done < p.total:
-            text += f"  {_human_time(p.eta)} left"
+            text += f"  {human_seconds(p.eta)} left"
         return text
 
     def close(self) -> None:
@@ -94,23 +93,6 @@ class DownloadBar:
             self._last_draw = 0.0
             self.stream.write("\n")
             self.stream.flush()
-
-
-def _human_time(seconds: float) -> str:
-    seconds = int(seconds + 0.5)
-    if seconds < 60:
-        return f"{seconds} s"
-    if seconds < 3600:
-        return f"{seconds // 60} min {seconds % 60:02d} s"
-    return f"{seconds // 3600} h {seconds % 3600 // 60:02d} min"
-
-
-def _human_bytes(n: float) -> str:
-    for unit in ("B", "KB", "MB", "GB"):
-        if n < 1000 or unit == "GB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1000
-    return f"{n:.1f} GB"
 
 
 def cmd_build_model(args: argparse.Namespace) -> int:
@@ -133,7 +115,7 @@ def cmd_build_model(args: argparse.Namespace) -> int:
     prefill = f", {result.prefill_precision} prefill graph" if result.prefill_precision else ""
     fitted = ", fitted to calibration text" if result.fit == "gptq" else ""
     print(
-        f"Built {result.folder} in {result.seconds:.1f} s: {_human_bytes(result.bytes_on_disk)} on disk, "
+        f"Built {result.folder} in {result.seconds:.1f} s: {human_bytes(result.bytes_on_disk)} on disk, "
         f"{result.precision} layers{fitted}, {result.head_precision} embedding/head, {result.style} graph{prefill}"
     )
     return 0
@@ -158,10 +140,9 @@ def _models_dir(args: argparse.Namespace) -> Path:
 
 
 def _catalog(args: argparse.Namespace) -> list[CatalogEntry]:
-    from qwen_desktop.library.catalog import load_catalog
+    from qwen_desktop.library.catalog import load_app_catalog
 
-    path = args.catalog or os.environ.get(CATALOG_ENV)
-    return load_catalog(Path(path) if path else None)
+    return load_app_catalog(args.catalog)
 
 
 def cmd_models(args: argparse.Namespace) -> int:
@@ -184,7 +165,7 @@ def cmd_models(args: argparse.Namespace) -> int:
                 "*" if m.is_default else "",
                 m.name,
                 m.precision,
-                _human_bytes(m.bytes_on_disk),
+                human_bytes(m.bytes_on_disk),
                 m.checksum[:12],
                 f"BROKEN: {m.problem} (qwen-desktop models --delete {m.name})" if m.broken else m.source_text,
             )
@@ -201,7 +182,7 @@ def cmd_models(args: argparse.Namespace) -> int:
     if available:
         print("\nAvailable to download (qwen-desktop download NAME):")
         for e in available:
-            size = f"~{_human_bytes(e.approx_bytes)}" if e.approx_bytes else ""
+            size = f"~{human_bytes(e.approx_bytes)}" if e.approx_bytes else ""
             print(f"  {e.name:<30} {size:>10}  {e.display_name}, {e.license}")
     return 0
 
@@ -252,7 +233,7 @@ def cmd_download(args: argparse.Namespace) -> int:
         if build_bar is not None:
             build_bar.close()
     print(
-        f"Installed {model.name} ({model.precision}, {_human_bytes(model.bytes_on_disk)}) in {model.folder}"
+        f"Installed {model.name} ({model.precision}, {human_bytes(model.bytes_on_disk)}) in {model.folder}"
         + (" - the default model" if model.is_default else "")
     )
     print(f"Source: {model.source_text}, sha256 {model.checksum}")
@@ -269,9 +250,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         )
     finally:
         bar.close()
-    print(
-        f"Installed {model.name} ({model.precision}, {_human_bytes(model.bytes_on_disk)}) in {model.folder}"
-    )
+    print(f"Installed {model.name} ({model.precision}, {human_bytes(model.bytes_on_disk)}) in {model.folder}")
     return 0
 
 

@@ -18,7 +18,7 @@ import ctypes
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -105,7 +105,6 @@ class AnswerResult:
     text: str
     stats: GenerationStats | None = None
     error: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def stats_dict(self) -> dict[str, Any]:
         """The figures saved with the message."""

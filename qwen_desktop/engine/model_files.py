@@ -99,8 +99,21 @@ def _from_manifest(folder: Path) -> ModelFiles:
     return files
 
 
+def _read_json_object(path: Path) -> dict[str, Any]:
+    """A JSON object from ``path``, or ModelError naming the file."""
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ModelError(f"{path.parent.name}: {path.name} cannot be read ({exc.strerror or exc})") from None
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise ModelError(f"{path.parent.name}: {path.name} is not valid JSON ({str(exc)[:120]})") from None
+    if not isinstance(doc, dict):
+        raise ModelError(f"{path.parent.name}: {path.name} is not a JSON object")
+    return doc
+
+
 def _from_hub_export(folder: Path) -> ModelFiles:
-    cfg = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    cfg = _read_json_object(folder / "config.json")
     if cfg.get("model_type") != "qwen2":
         raise ModelError(f"{folder.name}: architecture '{cfg.get('model_type')}' is not supported")
     graph = next((folder / c for c in HUB_GRAPH_CANDIDATES if (folder / c).is_file()), None)
@@ -108,32 +121,39 @@ def _from_hub_export(folder: Path) -> ModelFiles:
         raise ModelError(f"{folder.name}: no ONNX graph found (looked for {', '.join(HUB_GRAPH_CANDIDATES)})")
     tcfg: dict[str, Any] = {}
     if (folder / "tokenizer_config.json").is_file():
-        tcfg = json.loads((folder / "tokenizer_config.json").read_text(encoding="utf-8"))
+        tcfg = _read_json_object(folder / "tokenizer_config.json")
     tok_path = folder / "tokenizer.json"
-    stops: list[int] = []
-    if tok_path.is_file():
-        doc = json.loads(tok_path.read_text(encoding="utf-8"))
-        ids = {t["content"]: int(t["id"]) for t in doc.get("added_tokens", [])}
-        stops = [ids[t] for t in ("<|im_end|>", "<|endoftext|>") if t in ids]
-    eos = cfg.get("eos_token_id")
-    for e in eos if isinstance(eos, list) else [eos]:
-        if e is not None and int(e) not in stops:
-            stops.append(int(e))
-    heads = int(cfg["num_attention_heads"])
-    files = ModelFiles(
-        folder=folder,
-        graph=graph,
-        tokenizer=tok_path,
-        style="plain",
-        num_layers=int(cfg["num_hidden_layers"]),
-        num_kv_heads=int(cfg.get("num_key_value_heads", heads)),
-        head_dim=int(cfg.get("head_dim", int(cfg["hidden_size"]) // heads)),
-        vocab_size=int(cfg["vocab_size"]),
-        max_context=int(cfg.get("max_position_embeddings", 32768)),
-        stop_ids=tuple(stops),
-        chat_template=tcfg.get("chat_template"),
-        name=folder.name,
-    )
+    try:
+        stops: list[int] = []
+        if tok_path.is_file():
+            doc = _read_json_object(tok_path)
+            ids = {t["content"]: int(t["id"]) for t in doc.get("added_tokens", [])}
+            stops = [ids[t] for t in ("<|im_end|>", "<|endoftext|>") if t in ids]
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise ModelError(f"{folder.name}: tokenizer.json has broken added_tokens ({exc})") from None
+    template = tcfg.get("chat_template")
+    try:
+        eos = cfg.get("eos_token_id")
+        for e in eos if isinstance(eos, list) else [eos]:
+            if e is not None and int(e) not in stops:
+                stops.append(int(e))
+        heads = int(cfg["num_attention_heads"])
+        files = ModelFiles(
+            folder=folder,
+            graph=graph,
+            tokenizer=tok_path,
+            style="plain",
+            num_layers=int(cfg["num_hidden_layers"]),
+            num_kv_heads=int(cfg.get("num_key_value_heads", heads)),
+            head_dim=int(cfg.get("head_dim", int(cfg["hidden_size"]) // heads)),
+            vocab_size=int(cfg["vocab_size"]),
+            max_context=int(cfg.get("max_position_embeddings", 32768)),
+            stop_ids=tuple(stops),
+            chat_template=template if isinstance(template, str) else None,
+            name=folder.name,
+        )
+    except (KeyError, TypeError, ValueError, ZeroDivisionError, OverflowError) as exc:
+        raise ModelError(f"{folder.name}: config.json is incomplete ({type(exc).__name__}: {exc})") from None
     _check_present(files)
     return files
 

@@ -8,6 +8,7 @@ GGUF file, built into a model folder here) or ``onnx`` (a prebuilt ONNX export, 
 from __future__ import annotations
 
 import json
+import os
 import re
 from dataclasses import dataclass
 from importlib import resources
@@ -17,6 +18,7 @@ from typing import Any
 from qwen_desktop.engine.errors import ModelError
 
 CATALOG_FORMAT = "qwen-desktop-catalog"
+CATALOG_ENV = "QWEN_DESKTOP_CATALOG"  # a catalogue file to use instead of the packaged one (mirrors, tests)
 CATALOG_VERSION = 1
 KINDS = ("gguf", "onnx")
 COMMIT_RE = re.compile(r"^[0-9a-f]{40}$")
@@ -55,6 +57,8 @@ def _entry(raw: dict[str, Any], default: str, where: str) -> CatalogEntry:
     try:
         name = str(raw["name"])
         kind = str(raw.get("kind", "gguf"))
+        if not isinstance(raw["files"], list):
+            raise TypeError("files is not a list")
         files = tuple(str(f) for f in raw["files"])
         entry = CatalogEntry(
             name=name,
@@ -71,7 +75,7 @@ def _entry(raw: dict[str, Any], default: str, where: str) -> CatalogEntry:
             model_file=str(raw["model_file"]) if raw.get("model_file") else None,
             is_default=name == default,
         )
-    except (KeyError, TypeError, ValueError) as exc:
+    except (KeyError, TypeError, ValueError, OverflowError) as exc:
         raise ModelError(f"{where}: a catalogue entry is incomplete ({exc})") from None
     if kind not in KINDS:
         raise ModelError(f"{where}: {name}: unknown kind '{kind}' (choose {', '.join(KINDS)})")
@@ -103,14 +107,27 @@ def load_catalog(path: Path | None = None) -> list[CatalogEntry]:
         raise ModelError(f"{where}: not valid JSON ({exc})") from None
     if not isinstance(doc, dict) or doc.get("format") != CATALOG_FORMAT:
         raise ModelError(f"{where}: not a Qwen Desktop catalogue")
-    if int(doc.get("format_version", 0)) > CATALOG_VERSION:
+    version = doc.get("format_version", 0)
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise ModelError(f"{where}: format_version is not a number")
+    if version > CATALOG_VERSION:
         raise ModelError(f"{where}: made for a newer Qwen Desktop; please update")
     default = str(doc.get("default", ""))
-    entries = [_entry(raw, default, where) for raw in doc.get("models", [])]
+    models = doc.get("models", [])
+    if not isinstance(models, list) or not all(isinstance(raw, dict) for raw in models):
+        raise ModelError(f"{where}: models is not a list of entries")
+    entries = [_entry(raw, default, where) for raw in models]
     names = [e.name for e in entries]
     if len(set(names)) != len(names):
         raise ModelError(f"{where}: a model name appears twice")
     return entries
+
+
+def load_app_catalog(override: str | Path | None = None) -> list[CatalogEntry]:
+    """The catalogue the app and the CLI offer: ``override`` (``--catalog``), else ``$QWEN_DESKTOP_CATALOG``,
+    else the packaged one."""
+    path = override or os.environ.get(CATALOG_ENV)
+    return load_catalog(Path(path) if path else None)
 
 
 def find_entry(name: str, catalog: list[CatalogEntry] | None = None) -> CatalogEntry:

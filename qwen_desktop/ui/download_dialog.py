@@ -42,6 +42,7 @@ from qwen_desktop.library.download import (
     HubServerError,
 )
 from qwen_desktop.library.registry import InstalledModel, Registry
+from qwen_desktop.units import human_bytes, human_seconds
 from qwen_desktop.worker import emit
 
 PROGRESS_INTERVAL = 0.1  # seconds between progress signals: the registry reports every 64 KiB chunk
@@ -61,25 +62,6 @@ ERROR_KINDS: tuple[tuple[type[Exception], str], ...] = (
 def error_kind(exc: BaseException) -> str:
     """A short name for what went wrong ("offline", "not_found", "auth", ..., "other")."""
     return next((kind for cls, kind in ERROR_KINDS if isinstance(exc, cls)), "other")
-
-
-def human_bytes(n: float) -> str:
-    """``512 KB``, ``12.3 MB``, ``1.89 GB`` (decimal units, as the hub shows sizes)."""
-    if n >= 1e9:
-        return f"{n / 1e9:.2f} GB"
-    if n >= 1e6:
-        return f"{n / 1e6:.1f} MB"
-    return f"{max(n, 0) / 1e3:.0f} KB"
-
-
-def human_seconds(seconds: float) -> str:
-    """``45 s``, ``3 min 05 s``, ``1 h 12 min``."""
-    s = round(seconds)
-    if s < 60:
-        return f"{s} s"
-    if s < 3600:
-        return f"{s // 60} min {s % 60:02d} s"
-    return f"{s // 3600} h {s % 3600 // 60:02d} min"
 
 
 class InstallWorker(QObject):

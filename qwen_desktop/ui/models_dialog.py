@@ -7,7 +7,6 @@ is pressed. Downloads and imports run off the GUI thread in a ``DownloadDialog``
 
 from __future__ import annotations
 
-import os
 import shutil
 from dataclasses import replace
 from pathlib import Path
@@ -34,23 +33,17 @@ from PySide6.QtWidgets import (
 )
 
 from qwen_desktop.engine.errors import ModelError
-from qwen_desktop.library.catalog import CatalogEntry, load_catalog
+from qwen_desktop.library.catalog import CatalogEntry, load_app_catalog
 from qwen_desktop.library.download import partial_bytes
 from qwen_desktop.library.registry import DOWNLOADS, InstalledModel, Registry, default_models_dir
 from qwen_desktop.storage.errors import StorageError
 from qwen_desktop.storage.settings import Settings, save_settings
-from qwen_desktop.ui.download_dialog import DownloadDialog, human_bytes
+from qwen_desktop.ui.download_dialog import DownloadDialog
+from qwen_desktop.units import human_bytes
 from qwen_desktop.worker import emit
 
-CATALOG_ENV = "QWEN_DESKTOP_CATALOG"  # the same variable as the CLI's --catalog (cli.CATALOG_ENV)
 INSTALLED_COLUMNS = 6
 AVAILABLE_COLUMNS = 5
-
-
-def app_catalog() -> list[CatalogEntry]:
-    """The catalogue the app offers: ``$QWEN_DESKTOP_CATALOG`` when set (a mirror, tests), else the packaged one."""
-    path = os.environ.get(CATALOG_ENV)
-    return load_catalog(Path(path) if path else None)
 
 
 def _item(text: str, name: str, tip: str) -> QTableWidgetItem:
@@ -79,7 +72,7 @@ class ModelsDialog(QDialog):
         settings_file: where "Change folder…" saves the settings (None: the default settings file).
         model_in_use: the folder of the model the app runs now (default: ``settings.model_path``); it cannot
             be deleted.
-        catalog: the catalogue to offer (default: :func:`app_catalog`).
+        catalog: the catalogue to offer (default: ``library.catalog.load_app_catalog()``).
         parent: the main window.
 
     After it closes, :meth:`result_settings` gives the settings with the model to switch to (a new default, a
@@ -112,7 +105,7 @@ class ModelsDialog(QDialog):
         self.catalog_error: str | None = None
         if catalog is None:
             try:
-                catalog = app_catalog()
+                catalog = load_app_catalog()
             except ModelError as exc:  # a broken mirror file must not hide the installed models
                 catalog, self.catalog_error = [], str(exc)
         self.catalog = catalog

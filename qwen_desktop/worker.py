@@ -123,14 +123,9 @@ class AnswerResult:
         }
 
 
-class EngineWorker(QObject):
-    """The Qt adapter of the ``EngineHost``: each slot submits one host job and turns its events into signals.
-
-    The host owns the model and runs jobs one at a time on its own thread, for the window and for the local
-    server alike (``qwen_desktop.engine.host``). This worker lives on a ``QThread`` so the window's jobs
-    keep their order; each slot waits for its job. Events are handled on the host thread as they happen
-    (pieces batched, the answer saved to the chat database) and leave as this object's signals, which the
-    bridge forwards to the GUI thread.
+class EngineSignals(QObject):
+    """The events of the window's engine jobs, declared once: ``EngineWorker`` emits them on its threads
+    and ``EngineBridge`` repeats each on the GUI thread (``forward_signals``).
 
     Signals:
         loading(str): what the model load is doing ("Loading model…", "Warming up…").
@@ -147,8 +142,6 @@ class EngineWorker(QObject):
         reconfigured(ModelInfo): a thread or context change was applied; the session was rebuilt.
         sweep_progress(int, int): thread counts measured so far, and how many in all.
         sweep_done(dict): decode tokens/s per thread count.
-        import_progress(str, int, int): model import stage, done, total.
-        imported(object): an ``InstalledModel`` was added to the models folder.
         job_failed(str, str): a non-answer job failed (job kind, one-line message).
         api_activity(bool): a request of the local server started (True) or ended (False) on the model.
     """
@@ -165,10 +158,37 @@ class EngineWorker(QObject):
     reconfigured = Signal(object)
     sweep_progress = Signal(int, int)
     sweep_done = Signal(object)
-    import_progress = Signal(str, int, int)
-    imported = Signal(object)
     job_failed = Signal(str, str)
     api_activity = Signal(bool)
+
+
+def signal_names(cls: type[QObject]) -> tuple[str, ...]:
+    """The names of the signals ``cls`` and its bases declare (not ``QObject``'s own), in declaration order."""
+    names: list[str] = []
+    mro = cls.__mro__
+    for klass in reversed(mro[: mro.index(QObject)]):
+        names += [n for n, v in vars(klass).items() if isinstance(v, Signal) and n not in names]
+    return tuple(names)
+
+
+def forward_signals(source: QObject, target: QObject, names: tuple[str, ...]) -> None:
+    """Repeat each signal ``names`` of ``source`` (emitted on a worker thread) as ``target``'s signal of
+    the same name on ``target``'s thread (a queued connection): the one thread bridge of the UI."""
+    for name in names:
+        getattr(source, name).connect(getattr(target, name), Qt.ConnectionType.QueuedConnection)
+
+
+class EngineWorker(EngineSignals):
+    """The Qt adapter of the ``EngineHost``: each slot submits one host job and turns its events into signals.
+
+    The host owns the model and runs jobs one at a time on its own thread, for the window and for the local
+    server alike (``qwen_desktop.engine.host``). This worker lives on a ``QThread`` so the window's jobs
+    keep their order; each slot waits for its job. Events are handled on the host thread as they happen
+    (pieces batched, the answer saved to the chat database) and leave as this object's signals, which the
+    bridge forwards to the GUI thread.
+
+    Signals: those of ``EngineSignals``.
+    """
 
     def __init__(self, store: ChatStore | None = None, host: EngineHost | None = None) -> None:
         super().__init__()
@@ -344,54 +364,16 @@ class EngineWorker(QObject):
         elif isinstance(end, Failed):
             emit(self.job_failed, "sweep", end.message)
 
-    @Slot(str, str)
-    def import_model(self, source: str, models_dir: str) -> None:
-        """Build or copy a GGUF file / Hugging Face folder into ``models_dir`` through the registry, as a
-        host job (it must not compete with an answer for the cores)."""
-        from qwen_desktop.library.registry import Registry
-
-        def work(job: Job) -> object:
-            return Registry(Path(models_dir)).import_model(
-                Path(source),
-                on_build=lambda stage, done, total: emit(self.import_progress, stage, done, total),
-                cancel=job.cancel_token,
-            )
-
-        end = self._run(lambda: self.host.submit_call("import", work))
-        if isinstance(end, Finished) and end.reason != "cancelled":
-            emit(self.imported, end.value)
-        elif isinstance(end, Failed):
-            emit(self.job_failed, "import", end.message)
-        else:
-            emit(self.job_failed, "import", "The import was cancelled.")
-
     def close(self) -> bool:
         """Stop the host (the model is released). False if it did not stop in time."""
         self._unsubscribe()
         return self.host.close()
 
 
-FORWARDED = (
-    "loading",
-    "loaded",
-    "load_failed",
-    "started",
-    "first_token",
-    "piece",
-    "finished",
-    "prepared",
-    "planned",
-    "reconfigured",
-    "sweep_progress",
-    "sweep_done",
-    "import_progress",
-    "imported",
-    "job_failed",
-    "api_activity",
-)
+FORWARDED = signal_names(EngineSignals)
 
 
-class EngineBridge(QObject):
+class EngineBridge(EngineSignals):
     """The window's handle on the worker thread: queue jobs, cancel, shut down.
 
     Jobs are queued signals to the worker's slots, so they run in order on the worker thread; ``cancel``
@@ -402,40 +384,19 @@ class EngineBridge(QObject):
     thread.
 
     Signals:
-        loading, loaded, load_failed, started, first_token, piece, finished, prepared, planned, reconfigured,
-            sweep_progress, sweep_done, import_progress, imported, job_failed: as ``EngineWorker``'s, on the
-            GUI thread.
+        every ``EngineSignals`` signal, as ``EngineWorker`` emits it, on the GUI thread.
         request_load(str, int, int): queued to ``EngineWorker.load``.
         request_answer(AnswerJob): queued to ``EngineWorker.answer``.
         request_prepare(int, object, int): queued to ``EngineWorker.prepare``.
         request_reconfigure(int, int): queued to ``EngineWorker.reconfigure``.
         request_sweep(str, object): queued to ``EngineWorker.sweep``.
-        request_import(str, str): queued to ``EngineWorker.import_model``.
     """
-
-    loading = Signal(str)
-    loaded = Signal(object)
-    load_failed = Signal(str)
-    started = Signal(int)
-    first_token = Signal(int, float)
-    piece = Signal(int, str, int)
-    finished = Signal(object)
-    prepared = Signal(int, int)
-    planned = Signal(int, object)
-    reconfigured = Signal(object)
-    sweep_progress = Signal(int, int)
-    sweep_done = Signal(object)
-    import_progress = Signal(str, int, int)
-    imported = Signal(object)
-    job_failed = Signal(str, str)
-    api_activity = Signal(bool)
 
     request_load = Signal(str, int, int)
     request_answer = Signal(object)
     request_prepare = Signal(int, object, int)
     request_reconfigure = Signal(int, int)
     request_sweep = Signal(str, object)
-    request_import = Signal(str, str)
 
     def __init__(self, store: ChatStore | None = None, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -448,15 +409,13 @@ class EngineBridge(QObject):
         self.request_prepare.connect(self.worker.prepare)
         self.request_reconfigure.connect(self.worker.reconfigure)
         self.request_sweep.connect(self.worker.sweep)
-        self.request_import.connect(self.worker.import_model)
         self.worker_thread.finished.connect(self.worker.deleteLater)
         self._next_job = 0
         self._next_prepare = 0
         self._next_plan = 0
         self.busy = False  # an answer is queued or running
         self.finished.connect(self._on_finished)
-        for name in FORWARDED:
-            getattr(self.worker, name).connect(getattr(self, name), Qt.ConnectionType.QueuedConnection)
+        forward_signals(self.worker, self, FORWARDED)
         self.worker_thread.start()
 
     @property
@@ -512,10 +471,6 @@ class EngineBridge(QObject):
     def sweep(self, folder: Path | str, counts: list[int]) -> None:
         """Queue a thread-count benchmark."""
         self._queue(self.request_sweep, str(folder), list(counts))
-
-    def import_model(self, source: Path | str, models_dir: Path | str) -> None:
-        """Queue a model import."""
-        self._queue(self.request_import, str(source), str(models_dir))
 
     def cancel(self) -> None:
         """Stop the running answer, sweep or import at its next step."""

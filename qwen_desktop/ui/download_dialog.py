@@ -43,7 +43,7 @@ from qwen_desktop.library.download import (
 )
 from qwen_desktop.library.registry import InstalledModel, Registry
 from qwen_desktop.units import human_bytes, human_seconds
-from qwen_desktop.worker import emit
+from qwen_desktop.worker import emit, forward_signals, signal_names
 
 PROGRESS_INTERVAL = 0.1  # seconds between progress signals: the registry reports every 64 KiB chunk
 BAR_STEPS = 1000  # the bar counts per mille, so sizes above 2 GiB fit in its int range
@@ -64,13 +64,9 @@ def error_kind(exc: BaseException) -> str:
     return next((kind for cls, kind in ERROR_KINDS if isinstance(exc, cls)), "other")
 
 
-class InstallWorker(QObject):
-    """Runs one install at a time on the thread it is moved to.
-
-    Args:
-        models_dir: the models folder the registry installs into.
-        catalog: the catalogue that names the downloads.
-        cancel: set from any thread to stop the running job at its next chunk or build step.
+class InstallSignals(QObject):
+    """The events of a download or import, declared once: ``InstallWorker`` emits them on its thread and
+    ``InstallTask`` repeats each on the GUI thread (``worker.forward_signals``, as the engine's bridge does).
 
     Signals:
         download_progress(DownloadProgress): bytes done and total, speed, time left (throttled, and always
@@ -86,6 +82,16 @@ class InstallWorker(QObject):
     installed = Signal(object)
     failed = Signal(str, str)
     cancelled = Signal(str)
+
+
+class InstallWorker(InstallSignals):
+    """Runs one install at a time on the thread it is moved to; its signals are ``InstallSignals``'.
+
+    Args:
+        models_dir: the models folder the registry installs into.
+        catalog: the catalogue that names the downloads.
+        cancel: set from any thread to stop the running job at its next chunk or build step.
+    """
 
     def __init__(self, models_dir: Path, catalog: list[CatalogEntry], cancel: threading.Event) -> None:
         super().__init__()
@@ -139,22 +145,15 @@ class InstallWorker(QObject):
         self._run("import", path)
 
 
-class InstallTask(QObject):
+class InstallTask(InstallSignals):
     """The GUI thread's handle on an ``InstallWorker`` and its thread.
 
-    Every worker signal is repeated by a signal of the same name here, emitted on the GUI thread.
-
     Signals:
-        download_progress, build_progress, installed, failed, cancelled: as ``InstallWorker``'s.
+        every ``InstallSignals`` signal, as the worker emits it, on the GUI thread.
         request_download(str): queued to ``InstallWorker.download``.
         request_import(str): queued to ``InstallWorker.import_path``.
     """
 
-    download_progress = Signal(object)
-    build_progress = Signal(str, int, int)
-    installed = Signal(object)
-    failed = Signal(str, str)
-    cancelled = Signal(str)
     request_download = Signal(str)
     request_import = Signal(str)
 
@@ -168,8 +167,7 @@ class InstallTask(QObject):
         self.request_download.connect(self.worker.download)
         self.request_import.connect(self.worker.import_path)
         self.install_thread.finished.connect(self.worker.deleteLater)
-        for name in ("download_progress", "build_progress", "installed", "failed", "cancelled"):
-            getattr(self.worker, name).connect(getattr(self, name), Qt.ConnectionType.QueuedConnection)
+        forward_signals(self.worker, self, signal_names(InstallSignals))
         self.install_thread.start()
 
     def download(self, name: str) -> None:

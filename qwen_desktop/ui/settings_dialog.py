@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
@@ -20,7 +21,6 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QMenu,
     QPlainTextEdit,
-    QProgressDialog,
     QPushButton,
     QSpinBox,
     QVBoxLayout,
@@ -29,6 +29,9 @@ from PySide6.QtWidgets import (
 
 from qwen_desktop.storage.settings import CONTEXT_MAX, CONTEXT_MIN, Settings
 from qwen_desktop.worker import EngineBridge, emit
+
+if TYPE_CHECKING:
+    from qwen_desktop.ui.download_dialog import DownloadDialog
 
 LANGUAGES: tuple[tuple[str, str | None], ...] = (("system", None), ("en", "English"), ("zh_CN", "简体中文"))
 
@@ -58,8 +61,8 @@ def physical_cores() -> int | None:
 class SettingsDialog(QDialog):
     """Edit a copy of the settings; ``result_settings()`` gives it back when accepted.
 
-    The model list comes from the registry; "Import from disk…" builds a model on the worker thread with a
-    progress dialog and selects it when done.
+    The model list comes from the registry; "Import from disk…" builds a model in the install dialog the
+    Models page uses (``ui.download_dialog``, its own thread) and selects it when done.
 
     Signals:
         model_imported(object): an ``InstalledModel`` was imported while the dialog was open.
@@ -81,7 +84,7 @@ class SettingsDialog(QDialog):
         self.settings = settings
         self.bridge = bridge
         self.models_dir = models_dir
-        self._progress: QProgressDialog | None = None
+        self.install_dialog: DownloadDialog | None = None  # the running or last import
         layout = QVBoxLayout(self)
         form = QFormLayout()
         layout.addLayout(form)
@@ -265,55 +268,38 @@ class SettingsDialog(QDialog):
             self.start_import(Path(path))
 
     def start_import(self, source: Path) -> None:
-        """Build ``source`` into the models folder on the worker thread, showing progress."""
-        if self.bridge is None:
-            return
-        self._progress = QProgressDialog(
-            self.tr("Importing %1…").replace("%1", source.name), self.tr("Cancel"), 0, 100, self
-        )
-        self._progress.setWindowTitle(self.tr("Import a model"))
-        self._progress.setAccessibleName(self.tr("Import progress"))
-        self._progress.setWindowModality(Qt.WindowModality.WindowModal)
-        self._progress.setMinimumDuration(0)
-        self._progress.setValue(0)
-        self._progress.show()
-        self._progress.canceled.connect(self.bridge.cancel)
-        worker = self.bridge
-        worker.import_progress.connect(self._on_progress)
-        worker.imported.connect(self._on_imported)
-        worker.job_failed.connect(self._on_failed)
-        self.import_button.setEnabled(False)
-        self.bridge.import_model(source, self.models_dir)
+        """Build ``source`` into the models folder, showing progress: the same install dialog (and thread)
+        as the Models page's "Import from disk…", so an import never waits for, or holds up, an answer."""
+        from qwen_desktop.engine.errors import ModelError
+        from qwen_desktop.library.catalog import load_app_catalog
+        from qwen_desktop.ui.download_dialog import DownloadDialog
 
-    def _disconnect(self) -> None:
-        worker = self.bridge
-        if worker is not None:
-            worker.import_progress.disconnect(self._on_progress)
-            worker.imported.disconnect(self._on_imported)
-            worker.job_failed.disconnect(self._on_failed)
-        if self._progress is not None:
-            self._progress.canceled.disconnect()
-            self._progress.close()
-            self._progress = None
-        self.import_button.setEnabled(True)
-
-    def _on_progress(self, stage: str, done: int, total: int) -> None:
-        if self._progress is not None:
-            self._progress.setLabelText(self.tr("Building: %1").replace("%1", stage))
-            self._progress.setMaximum(max(total, 1))
-            self._progress.setValue(min(done, max(total, 1)))
+        try:
+            catalog = load_app_catalog()
+        except ModelError:  # a broken mirror catalogue does not stop an import from disk
+            catalog = []
+        if self.install_dialog is not None:
+            if self.install_dialog.running:
+                self.install_dialog.raise_()
+                return
+            self.install_dialog.deleteLater()
+        dialog = DownloadDialog(self.models_dir, catalog, self)
+        dialog.setWindowModality(Qt.WindowModality.WindowModal)
+        dialog.installed.connect(self._on_imported)
+        dialog.use_requested.connect(lambda _model: dialog.accept())
+        self.install_dialog = dialog
+        dialog.start_import(Path(source))
+        dialog.open()
 
     def _on_imported(self, model: object) -> None:
-        self._disconnect()
         folder = str(model.folder)  # type: ignore[attr-defined]
-        self.model.addItem(str(model.display_name), folder)  # type: ignore[attr-defined]
+        if self.model.findData(folder) < 0:
+            self.model.addItem(str(model.display_name), folder)  # type: ignore[attr-defined]
         self.model.setCurrentIndex(self.model.findData(folder))
         emit(self.model_imported, model)
 
-    def _on_failed(self, kind: str, message: str) -> None:
-        if kind != "import":
-            return
-        self._disconnect()
-        from PySide6.QtWidgets import QMessageBox
-
-        QMessageBox.warning(self, self.tr("Import failed"), message)
+    def done(self, result: int) -> None:
+        """Close, stopping an import still running (what it wrote so far is removed)."""
+        if self.install_dialog is not None:
+            self.install_dialog.stop()
+        super().done(result)

@@ -466,15 +466,20 @@ def test_settings_import_builds_the_model_with_progress_and_selects_it(ready_win
         window.settings, window.installed_models(), window.bridge, window.models_dir(), window
     )
     qtbot.addWidget(dialog)
-    steps = []
-    window.bridge.import_progress.connect(lambda stage, done, total: steps.append(stage))
     with qtbot.waitSignal(dialog.model_imported, timeout=120000) as blocker:
         dialog.start_import(tiny_gguf)
-        assert dialog._progress is not None and dialog._progress.isVisible()
+        # the same install dialog (and thread) as the Models page's import: the engine stays free
+        install = dialog.install_dialog
+        assert install is not None and install.isVisible() and install.running
+        steps = []
+        install.task.build_progress.connect(lambda stage, done, total: steps.append(stage))
+        assert window.bridge.host.queue_depth() == 0
     model = blocker.args[0]
     assert steps
     assert dialog.model.currentData() == str(model.folder)
     assert model.folder.parent == home / "models"
+    qtbot.mouseClick(install.close_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: not install.isVisible(), timeout=10000)
     with qtbot.waitSignal(window.model_ready, timeout=60000) as ready:
         window.apply_settings(dialog.result_settings())
     assert ready.args[0].folder == model.folder

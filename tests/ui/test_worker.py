@@ -99,19 +99,43 @@ def test_missing_model_folder_reports_one_line(qtbot, home, tmp_path):
         assert b.shutdown()
 
 
-def test_import_builds_a_gguf_into_the_models_folder(qtbot, home, tiny_gguf):
+def test_every_worker_signal_reaches_the_gui_thread_through_the_bridge(qtbot, home):
+    # the signals are declared once (EngineSignals); the bridge must repeat each one, on the GUI thread
+    from qwen_desktop.worker import FORWARDED, EngineSignals, emit, signal_names
+
     b = EngineBridge()
-    stages = []
-    b.import_progress.connect(lambda stage, done, total: stages.append(stage))
     try:
-        with qtbot.waitSignal(b.imported, timeout=120000) as blocker:
-            b.import_model(tiny_gguf, home / "models")
-        model = blocker.args[0]
-        assert (model.folder / "manifest.json").is_file()
-        assert model.folder.parent == home / "models"
-        assert stages
+        assert signal_names(EngineSignals) == FORWARDED and "finished" in FORWARDED and "planned" in FORWARDED
+        assert "destroyed" not in FORWARDED
+        arrived: dict[str, str] = {}
+        for name in FORWARDED:
+            getattr(b, name).connect(
+                lambda *_args, name=name: arrived.setdefault(name, threading.current_thread().name)
+            )
+        samples = {str: "x", int: 1, float: 0.5, bool: True, object: None}
+        signatures = {name: sig for name, sig in vars(EngineSignals).items() if name in FORWARDED}
+
+        def fire() -> None:
+            for name, signal in signatures.items():
+                types = signal_types(signal)
+                emit(getattr(b.worker, name), *[samples[t] for t in types])
+
+        thread = threading.Thread(target=fire, name="some-worker")
+        thread.start()
+        thread.join()
+        qtbot.waitUntil(lambda: len(arrived) == len(FORWARDED), timeout=10000)
+        assert set(arrived.values()) == {threading.main_thread().name}
     finally:
         assert b.shutdown()
+
+
+def signal_types(signal) -> list[type]:
+    """The argument types a PySide6 class-level Signal was declared with (``str(signal)`` is its
+    signature, e.g. ``piece(int,QString,int)``)."""
+    names = {"QString": str, "int": int, "double": float, "bool": bool, "PyObject": object}
+    sig = str(signal)
+    inside = sig[sig.index("(") + 1 : sig.rindex(")")]
+    return [names[t] for t in inside.split(",") if t]
 
 
 def test_shutdown_joins_a_running_answer(qtbot, bridge):

@@ -79,6 +79,11 @@ class BenchResult:
     runs: int
     load_s: float
     warmup_s: float
+    # seconds from the process's start (its launch: imports included) to the model loaded and warmed up;
+    # None where the start time cannot be read
+    ready_s: float | None
+    from_cache: bool  # every graph came from the optimized-graph cache (a start after the first)
+    low_memory: bool  # "Use less memory": prompts ran on the decode graph
     ttft_short_s: float
     short_prompt_tokens: int
     ttft_typed_s: float  # the short prompt when all but its last word was read ahead while it was typed
@@ -97,6 +102,9 @@ class BenchResult:
     long_context_decode_tps: float  # decode right after a prompt of long_context_tokens (a long chat)
     long_context_tokens: int
     peak_rss_mb: float
+    # peak RSS of a chat that uses both graphs: load, the short and long prompts (prefill graph when the
+    # folder has one) and a reply of decode_tokens (decode graph); read after round 1's decode figure
+    chat_peak_rss_mb: float
     # MemoryUse.to_dict() (rss/anon/file MB, and each graph's resident file pages) once loaded and warmed up,
     # and right after the long prompt's first token (both graphs and the head in use); None off Linux.
     memory_loaded: dict[str, Any] | None = None
@@ -168,6 +176,21 @@ def _turn6(engine: ChatEngine) -> tuple[float, int, int]:
     return 0.0, 0, 0
 
 
+def _peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def process_age() -> float | None:
+    """Seconds since this process started (Linux: /proc/self/stat against /proc/uptime, 10 ms steps)."""
+    try:
+        stat = Path("/proc/self/stat").read_text()
+        uptime = float(Path("/proc/uptime").read_text().split()[0])
+        start_ticks = int(stat.rsplit(")", 1)[1].split()[19])  # field 22, after the command's "(...)"
+        return max(0.0, uptime - start_ticks / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def _memory(engine: ChatEngine) -> MemoryUse | None:
     return memory_use(engine.model.graph_files)
 
@@ -199,13 +222,17 @@ def run_bench(
     decode_tokens: int = 128,
     say: Callable[[str], None] | None = None,
     cache_root: Path | None = None,
+    low_memory: bool = False,
 ) -> BenchResult:
     """Measure load, warm-up, TTFT (short, long, turn 6), prefill speed, decode speed (after a short and
     after a long prompt), and peak RSS. ``cache_root``: the optimized-graph cache, as for ``ChatEngine``."""
     say = say or (lambda _m: None)
     started = time.perf_counter()
-    engine = ChatEngine(folder, threads=threads, context_limit=4096, cache_root=cache_root)
+    engine = ChatEngine(
+        folder, threads=threads, context_limit=4096, cache_root=cache_root, low_memory=low_memory
+    )
     load_total = time.perf_counter() - started - engine.warmup_seconds
+    ready = process_age()
     loaded = _memory(engine)
     at_long: MemoryUse | None = None
     short = [{"role": "user", "content": SHORT_QUESTION}]
@@ -217,6 +244,7 @@ def run_bench(
     # Round by round, each figure once a round, medians over the rounds: on a shared machine a slow spell
     # lasts a second or more, and then touches one run of several figures instead of every run of one
     # (docs/engine.md, "Prompt timings have two modes").
+    chat_peak = 0.0
     ttft_short: list[tuple[float, int, int]] = []
     ttft_typed: list[tuple[float, int]] = []
     ttft_long: list[tuple[float, int, int]] = []
@@ -238,6 +266,8 @@ def run_bench(
             at_long = _memory(engine)
         say(tag + f"decode speed over {decode_tokens} tokens")
         decode.append(_decode_ids(engine, short_ids, decode_tokens, lookup=False))
+        if r == 0:
+            chat_peak = _peak_rss_mb()
         say(tag + "decode with the app's sampling settings")
         sampled.append(
             _decode_ids(engine, short_ids, decode_tokens, lookup=True, params=SamplingParams(seed=r))
@@ -275,7 +305,11 @@ def run_bench(
         plain_edit_decode_tps=statistics.median(edit_plain),
         long_context_decode_tps=statistics.median(t for t, _ in after_long),
         long_context_tokens=after_long[0][1],
-        peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        peak_rss_mb=_peak_rss_mb(),
+        chat_peak_rss_mb=chat_peak,
+        ready_s=ready,
+        from_cache=bool(engine.model.from_cache),
+        low_memory=low_memory,
         memory_loaded=loaded.to_dict() if loaded else None,
         memory_long_prompt=at_long.to_dict() if at_long else None,
         memory_end=end.to_dict() if end else None,

@@ -42,6 +42,8 @@ class ChatEngine:
         cache_root: where ONNX Runtime's optimized, pre-packed copy of the graph is kept (the app passes
             ``storage.paths.ort_cache_dir()``); it makes every load after the first about twice as fast.
             None keeps no copy: every load optimizes the graph again.
+        low_memory: "Use less memory": leave the folder's prefill graph unloaded and run prompts on the
+            decode graph (``OnnxModel(prefill=False)``): one weight set in memory, slower prompts.
     """
 
     def __init__(
@@ -52,12 +54,14 @@ class ChatEngine:
         progress: LoadProgress | None = None,
         warm_up: bool = True,
         cache_root: Path | None = None,
+        low_memory: bool = False,
     ) -> None:
         say = progress or (lambda _msg: None)
         say("Reading model folder…")
         self.files: ModelFiles = load_model_files(Path(folder))
         self.context_limit = min(context_limit, self.files.max_context)
         self.cache_root = cache_root
+        self.low_memory = low_memory
         say("Loading model…")
         tokenizers: list[ChatTokenizer] = []
         # The tokenizer (~0.4 s for Qwen's 151k-token vocabulary) is read while the sessions build.
@@ -67,6 +71,7 @@ class ChatEngine:
             max_len=self.context_limit,
             cache_root=cache_root,
             alongside=lambda: tokenizers.append(ChatTokenizer(self.files.tokenizer)),
+            prefill=not low_memory,
         )
         self.tokenizer = tokenizers[0]
         self.context = ContextBuilder(self.tokenizer, self.files.chat_template)
@@ -96,16 +101,30 @@ class ChatEngine:
         self.model.reset()
         return time.perf_counter() - started
 
-    def reconfigure(self, threads: int | None = None, context_limit: int | None = None) -> None:
-        """Apply new thread or context settings by rebuilding the ONNX Runtime session."""
+    def reconfigure(
+        self, threads: int | None = None, context_limit: int | None = None, low_memory: bool | None = None
+    ) -> None:
+        """Apply new thread, context or memory settings by rebuilding the ONNX Runtime sessions."""
         new_threads = self.model.threads if threads is None else threads
         new_limit = (
             self.context_limit if context_limit is None else min(context_limit, self.files.max_context)
         )
-        if new_threads == self.model.threads and new_limit == self.context_limit:
+        new_low = self.low_memory if low_memory is None else low_memory
+        if (
+            new_threads == self.model.threads
+            and new_limit == self.context_limit
+            and new_low == self.low_memory
+        ):
             return
         self.context_limit = new_limit
-        self.model = OnnxModel(self.files, threads=new_threads, max_len=new_limit, cache_root=self.cache_root)
+        self.low_memory = new_low
+        self.model = OnnxModel(
+            self.files,
+            threads=new_threads,
+            max_len=new_limit,
+            cache_root=self.cache_root,
+            prefill=not new_low,
+        )
         self.load_seconds = self.model.load_seconds
         self.warmup_seconds = self.warm_up()
 

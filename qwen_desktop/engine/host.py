@@ -160,6 +160,7 @@ class ModelInfo:
     max_context: int
     load_seconds: float
     warmup_seconds: float
+    low_memory: bool = False  # "Use less memory": the prefill graph left unloaded
 
 
 def model_info(engine: ChatEngine) -> ModelInfo:
@@ -175,6 +176,7 @@ def model_info(engine: ChatEngine) -> ModelInfo:
         max_context=int(files.max_context),
         load_seconds=float(engine.load_seconds),
         warmup_seconds=float(engine.warmup_seconds),
+        low_memory=bool(engine.low_memory),
     )
 
 
@@ -427,8 +429,9 @@ class EngineHost:
         context_limit: int = 4096,
         on_event: EventSink | None = None,
         bounded: bool = False,
+        low_memory: bool = False,
     ) -> Job:
-        """Load and warm up ``folder``, replacing the loaded model. ``Progress`` events carry the stage
+        """Load and warm up ``folder``, replacing the loaded model (``low_memory``: see ``ChatEngine``). ``Progress`` events carry the stage
         text; ``Finished.value`` is the ``ModelInfo``; a missing or unusable folder gives ``Failed``
         (and no model is loaded after it)."""
 
@@ -444,6 +447,7 @@ class EngineHost:
                     context_limit=context_limit,
                     progress=lambda text: job.emit(Progress(job.id, text)),
                     cache_root=self.cache_root,
+                    low_memory=low_memory,
                 )
             except ModelError as exc:
                 job.emit(Failed(job.id, str(exc)))
@@ -554,10 +558,16 @@ class EngineHost:
         return self._submit("prepare", client, run, on_event, bounded=False)
 
     def submit_reconfigure(
-        self, threads: int, context_limit: int, on_event: EventSink | None = None, bounded: bool = False
+        self,
+        threads: int,
+        context_limit: int,
+        on_event: EventSink | None = None,
+        bounded: bool = False,
+        low_memory: bool | None = None,
     ) -> Job:
-        """Rebuild the session with a thread count (0 = all cores) and context limit; ``Finished.value`` is
-        the new ``ModelInfo``. Nothing loaded: ``Finished`` with value None."""
+        """Rebuild the session with a thread count (0 = all cores), context limit and, unless None, the
+        "Use less memory" choice; ``Finished.value`` is the new ``ModelInfo``. Nothing loaded: ``Finished``
+        with value None."""
 
         def run(job: Job) -> None:
             engine = self._engine
@@ -566,7 +576,11 @@ class EngineHost:
                 return
             before = engine.model
             try:
-                engine.reconfigure(threads=threads or (os.cpu_count() or 1), context_limit=context_limit)
+                engine.reconfigure(
+                    threads=threads or (os.cpu_count() or 1),
+                    context_limit=context_limit,
+                    low_memory=low_memory,
+                )
             except Exception as exc:
                 self._forget_caches()
                 job.emit(Failed(job.id, _line(exc)))

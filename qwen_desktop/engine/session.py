@@ -118,6 +118,7 @@ class _Opened:
     cache_entry: Path | None = None  # the cache entry its graph uses (kept when the cache is tidied)
     made_entry: bool = False  # this load wrote that entry
     files: tuple[Path, ...] = ()  # the files its weights are read or mapped from
+    cached: bool = False  # read from the optimized-graph cache (a start after the first)
 
 
 @dataclass(frozen=True)
@@ -139,6 +140,9 @@ class OnnxModel:
         cache_root: keep an optimized, pre-packed copy of the graph here (see ``_open``); None to skip.
         alongside: work of the caller's to run on its own thread while the sessions build (the chat
             engine reads the tokenizer); its exception, if any, is raised once the sessions are done.
+        prefill: open the folder's prefill graph (when it has one). False ("Use less memory") runs
+            prompts on the decode graph too: one weight set resident instead of two (~390 MB less for the
+            0.5B model), prompts 1.6-2.4x as long (docs/engine.md, "Use less memory").
     """
 
     def __init__(
@@ -149,6 +153,7 @@ class OnnxModel:
         spinning: bool = True,
         cache_root: Path | None = None,
         alongside: Callable[[], None] | None = None,
+        prefill: bool = True,
     ) -> None:
         import onnxruntime as ort
 
@@ -167,7 +172,7 @@ class OnnxModel:
         # model from the cache), and the caller's thread is free for ``alongside``.
         graphs = {"decode": files.graph}  # role -> graph
         if files.style == "fast":
-            if files.prefill_graph is not None:
+            if files.prefill_graph is not None and prefill:
                 graphs["prefill"] = files.prefill_graph
             if files.head_graph is not None:
                 graphs["head"] = files.head_graph
@@ -208,6 +213,7 @@ class OnnxModel:
         self.head_session: Any = opened["head"].session if "head" in opened else None
         # role -> the files each session's weights come from (memory.memory_use counts their resident pages)
         self.graph_files: dict[str, tuple[Path, ...]] = {role: o.files for role, o in opened.items()}
+        self.from_cache = all(o.cached for o in opened.values())  # every session skipped optimization
         if cache_root is not None and any(o.made_entry for o in opened.values()):
             # Tidy once all sessions are open: done earlier, it could remove another graph's copy while
             # that copy is still being written.
@@ -248,7 +254,7 @@ class OnnxModel:
                     opts = session_options(ort, self.threads, spinning, optimize=False)
                     entered.set()
                     session = ort.InferenceSession(str(cached), opts, providers=["CPUExecutionProvider"])
-                    return _Opened(session, entry, files=_cache_files(cached))
+                    return _Opened(session, entry, files=_cache_files(cached), cached=True)
                 except Exception:  # a damaged or foreign cache: drop it and rebuild it from the original
                     shutil.rmtree(cached.parent, ignore_errors=True)
             tmp = cached.parent.with_name(cached.parent.name + ".partial")

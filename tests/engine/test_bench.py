@@ -37,3 +37,18 @@ def test_bench_reports_anonymous_and_file_backed_memory_and_each_graphs_share(ti
         assert 0 < sum(mem["graphs_mb"].values()) <= mem["file_mb"]
     # the long prompt went through the prefill graph, so its weights are resident
     assert result.memory_long_prompt["graphs_mb"]["prefill"] > 0
+
+
+def test_bench_with_less_memory_maps_no_prefill_graph_and_says_it_started_from_the_cache(
+    tiny_model_dir, tmp_path
+):
+    first = run_bench(tiny_model_dir, threads=1, runs=1, decode_tokens=4, cache_root=tmp_path / "ort")
+    assert not first.from_cache and not first.low_memory
+    lean = run_bench(
+        tiny_model_dir, threads=1, runs=1, decode_tokens=4, cache_root=tmp_path / "ort", low_memory=True
+    )
+    assert lean.from_cache and lean.low_memory
+    assert lean.memory_long_prompt is None or "prefill" not in lean.memory_long_prompt["graphs_mb"]
+    assert 0 < lean.chat_peak_rss_mb <= lean.peak_rss_mb
+    if sys.platform == "linux":  # launch to ready covers this test process's whole life so far
+        assert lean.ready_s is not None and lean.ready_s > lean.load_s

@@ -260,7 +260,10 @@ def test_loading_reports_its_stages_and_a_bad_folder_fails_in_one_line(tmp_path,
         assert (info.id, info.context_limit, info.threads) == (tiny_fp32_dir.name, 128, 1)
         assert done(host.submit_answer(A1, PARAMS)).reason == "length"
         new = done(host.submit_reconfigure(threads=1, context_limit=96)).value
-        assert new.context_limit == 96 and host.model == new
+        assert new.context_limit == 96 and host.model == new and not new.low_memory
+        lean = done(host.submit_reconfigure(threads=1, context_limit=96, low_memory=True)).value
+        assert lean.low_memory and host.model == lean
+        assert done(host.submit_answer(A1, PARAMS)).reason == "length"
     finally:
         host.close()
 

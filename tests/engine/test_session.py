@@ -225,3 +225,20 @@ def test_a_cache_put_aside_and_brought_back_continues_as_if_nothing_happened_bet
     assert model.tokens == PROMPT + REPLY
     for ids, logits in zip(later, want, strict=True):
         assert np.array_equal(model.forward(ids, keep=len(ids)), logits)
+
+
+def test_use_less_memory_runs_prompts_on_the_decode_graph_as_a_folder_without_prefill_graph_does(
+    tiny_model_dir, without_prefill
+):
+    """ "Use less memory" leaves the prefill graph unloaded: prompts and replies give the logits of the
+    decode graph alone (the folder with prefill.onnx deleted), and the prefill graph's file is never mapped."""
+    lean = OnnxModel(load_model_files(tiny_model_dir), threads=1, max_len=64, prefill=False)
+    assert lean.prefill_session is None and set(lean.graph_files) == {"decode", "head"}
+    alone = OnnxModel(load_model_files(without_prefill), threads=1, max_len=64)
+    for step in (PROMPT, *[[t] for t in REPLY]):
+        np.testing.assert_array_equal(lean.forward(step), alone.forward(step))
+    both = OnnxModel(load_model_files(tiny_model_dir), threads=1, max_len=64)
+    assert "prefill" in both.graph_files
+    lean.reset()
+    # with the prefill graph loaded, a prompt's int8 logits are others: the option decides the graph
+    assert not np.array_equal(lean.forward(PROMPT), both.forward(PROMPT))

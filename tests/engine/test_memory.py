@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import mmap
 import sys
 from pathlib import Path
 
@@ -131,7 +132,10 @@ def test_shuffled_real_lines_parse_without_raising(lines):
 def test_memory_use_sees_an_array_being_touched_and_a_mapped_file(tmp_path):
     before = memory_use()
     assert before is not None
-    block = np.ones(64 * 1024 * 1024, np.uint8)  # 64 MB of anonymous pages, all touched
+    # A fresh anonymous mapping, every page written: malloc could hand back pages an earlier test freed
+    # (already resident, so nothing would grow), a new mapping cannot.
+    block = mmap.mmap(-1, 64 * 1024 * 1024, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    np.frombuffer(block, np.uint8)[:] = 1
     grown = memory_use()
     assert grown is not None and grown.anon_mb - before.anon_mb > 48
     data = tmp_path / "weights.bin"
@@ -140,7 +144,8 @@ def test_memory_use_sees_an_array_being_touched_and_a_mapped_file(tmp_path):
     assert int(mapped.sum()) == 16 * 1024 * 1024  # reads every page
     use = memory_use({"weights": [data]})
     assert use is not None and 12 < use.graphs_mb["weights"] <= 16.1
-    del block, mapped
+    del mapped
+    block.close()
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="Linux /proc only")

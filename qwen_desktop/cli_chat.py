@@ -113,8 +113,9 @@ def cmd_chat(args: argparse.Namespace) -> int:
         )
         return 1 if finished.reason == "error" else 0
     print(
-        f"{engine.files.name}: ready (load {engine.load_seconds:.1f} s, warm-up {engine.warmup_seconds:.1f} s, "
-        f"{engine.threads} threads). Ctrl-C stops an answer; /reset, /system TEXT, /quit.",
+        f"{engine.files.display_name}: ready (load {engine.load_seconds:.1f} s, warm-up "
+        f"{engine.warmup_seconds:.1f} s, {engine.threads} thread{'' if engine.threads == 1 else 's'}). "
+        "Ctrl-C stops an answer; /reset, /system TEXT, /quit.",
         file=sys.stderr,
     )
     history: list[dict[str, str]] = [system]

@@ -46,6 +46,7 @@ from qwen_desktop.engine.manifest import (
     PREFILL_FILE,
     TOKENIZER_FILE,
 )
+from qwen_desktop.engine.model_files import pretty_model_name
 
 PROTOBUF_LIMIT = 2_000_000_000  # one protobuf message cannot pass 2 GiB; leave headroom for the graph itself
 
@@ -314,6 +315,7 @@ def _write_folder(
         "chat_template": tok.chat_template,
         "files": {"model": MODEL_FILE, "tokenizer": TOKENIZER_FILE}
         | ({"prefill": PREFILL_FILE, "head": HEAD_FILE} if prefill_precision else {}),
+        "display_name": pretty_model_name(source.description),
         "source": {
             "name": source.description,
             "files": [

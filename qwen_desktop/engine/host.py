@@ -161,6 +161,7 @@ class ModelInfo:
     load_seconds: float
     warmup_seconds: float
     low_memory: bool = False  # "Use less memory": the prefill graph left unloaded
+    display_name: str = ""  # what people see: "Qwen2.5 Coder 0.5B Instruct · int4"
 
 
 def model_info(engine: ChatEngine) -> ModelInfo:
@@ -177,6 +178,7 @@ def model_info(engine: ChatEngine) -> ModelInfo:
         load_seconds=float(engine.load_seconds),
         warmup_seconds=float(engine.warmup_seconds),
         low_memory=bool(engine.low_memory),
+        display_name=files.display_name,
     )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -53,6 +54,57 @@ class ModelFiles:
     head_graph: Path | None = None
     hidden_size: int = 0
     kv_layout: str = "shared"
+
+    @property
+    def display_name(self) -> str:
+        """What people see: "Qwen2.5 Coder 0.5B Instruct · int4" (the manifest's own, else made from ``name``)."""
+        own = self.manifest.get("display_name")
+        base = own if isinstance(own, str) and own.strip() else pretty_model_name(self.name)
+        return model_display_name(base, self.precision)
+
+
+# Words at the end of a file or repository name that say how it is packed, not what the model is.
+_PACKING = re.compile(
+    r"(gguf|onnx|safetensors|q\d(_[a-z0-9]+)*|iq\d(_[a-z0-9]+)*|[bf]?f\d\d|fp\d\d|int\d|w\d+a\d+)",
+    re.IGNORECASE,
+)
+_SIZE = re.compile(r"(\d+(\.\d+)?)([bm])", re.IGNORECASE)
+_NO_PRECISION = ("", "?", "unknown")
+_EXTENSIONS = (".gguf", ".safetensors", ".onnx", ".bin")
+
+
+def pretty_model_name(text: str) -> str:
+    """A model's name for people, from a file, folder or repository name.
+
+    "Qwen/qwen2.5-coder-0.5b-instruct-q8_0.gguf" gives "Qwen2.5 Coder 0.5B Instruct": the owner, the file
+    extension and trailing packing words (gguf, q8_0, f16, int4 …) go, separators become spaces, lowercase
+    words are capitalised and sizes read "0.5B". Never raises; "Model" when nothing is left.
+    """
+    stem = str(text).strip().rsplit("/", 1)[-1].split("@", 1)[0]  # "owner/repo@revision" gives "repo"
+    while stem.lower().endswith(_EXTENSIONS):
+        stem = stem.rsplit(".", 1)[0]
+    words = [w for w in re.split(r"[-\s]+", stem) if w]
+    while len(words) > 1 and _PACKING.fullmatch(words[-1]):
+        words.pop()
+    out: list[str] = []
+    for word in words:
+        for part in (p for p in word.split("_") if p):
+            size = _SIZE.fullmatch(part)
+            if size:
+                out.append(size.group(1) + size.group(3).upper())
+            elif part.islower():
+                out.append(part[:1].upper() + part[1:])
+            else:
+                out.append(part)
+    return " ".join(out) or "Model"
+
+
+def model_display_name(name: str, precision: str) -> str:
+    """``name`` with its precision after a dot ("… · int4"), unless the precision is unknown or already there."""
+    name = name.strip()
+    if precision in _NO_PRECISION or name.endswith(f" · {precision}"):
+        return name
+    return f"{name} · {precision}"
 
 
 def load_model_files(folder: Path) -> ModelFiles:

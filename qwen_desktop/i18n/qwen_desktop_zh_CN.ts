@@ -12,281 +12,281 @@
 <context>
     <name>DownloadDialog</name>
     <message>
-        <location filename="../ui/download_dialog.py" line="253"/>
-        <location filename="../ui/download_dialog.py" line="321"/>
+        <location filename="../ui/download_dialog.py" line="233"/>
+        <location filename="../ui/download_dialog.py" line="301"/>
         <source>Download a model</source>
         <translation>下载模型</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="254"/>
+        <location filename="../ui/download_dialog.py" line="234"/>
         <source>Model download</source>
         <translation>模型下载</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="259"/>
+        <location filename="../ui/download_dialog.py" line="239"/>
         <source>What is being installed</source>
         <translation>正在安装的内容</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="263"/>
+        <location filename="../ui/download_dialog.py" line="243"/>
         <source>Where it comes from</source>
         <translation>来源</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="269"/>
+        <location filename="../ui/download_dialog.py" line="249"/>
         <source>Stage</source>
         <translation>阶段</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="272"/>
+        <location filename="../ui/download_dialog.py" line="252"/>
         <source>Progress</source>
         <translation>进度</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="277"/>
+        <location filename="../ui/download_dialog.py" line="257"/>
         <source>Bytes, speed and time left</source>
         <translation>已下载、速度和剩余时间</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="281"/>
+        <location filename="../ui/download_dialog.py" line="261"/>
         <source>Note</source>
         <translation>说明</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="287"/>
+        <location filename="../ui/download_dialog.py" line="267"/>
         <source>Problem</source>
         <translation>问题</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="294"/>
+        <location filename="../ui/download_dialog.py" line="274"/>
         <source>Import from disk…</source>
         <translation>从磁盘导入…</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="295"/>
+        <location filename="../ui/download_dialog.py" line="275"/>
         <source>Import a model from disk instead</source>
         <translation>改为从磁盘导入模型</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="299"/>
-        <location filename="../ui/download_dialog.py" line="446"/>
-        <location filename="../ui/download_dialog.py" line="496"/>
+        <location filename="../ui/download_dialog.py" line="279"/>
+        <location filename="../ui/download_dialog.py" line="426"/>
+        <location filename="../ui/download_dialog.py" line="476"/>
         <source>Resume</source>
         <translation>继续</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="300"/>
+        <location filename="../ui/download_dialog.py" line="280"/>
         <source>Resume or retry the download</source>
         <translation>继续或重试下载</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="305"/>
+        <location filename="../ui/download_dialog.py" line="285"/>
         <source>Use this model</source>
         <translation>使用此模型</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="306"/>
+        <location filename="../ui/download_dialog.py" line="286"/>
         <source>Use this model now</source>
         <translation>立即使用此模型</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="310"/>
-        <location filename="../ui/download_dialog.py" line="375"/>
+        <location filename="../ui/download_dialog.py" line="290"/>
+        <location filename="../ui/download_dialog.py" line="355"/>
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="311"/>
+        <location filename="../ui/download_dialog.py" line="291"/>
         <source>Cancel or close</source>
         <translation>取消或关闭</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="322"/>
+        <location filename="../ui/download_dialog.py" line="302"/>
         <source>&lt;b&gt;Downloading %1&lt;/b&gt;</source>
         <translation>&lt;b&gt;正在下载 %1&lt;/b&gt;</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="324"/>
+        <location filename="../ui/download_dialog.py" line="304"/>
         <source>about %1</source>
         <translation>约 %1</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="326"/>
+        <location filename="../ui/download_dialog.py" line="306"/>
         <source>licence %1</source>
         <translation>许可证 %1</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="330"/>
+        <location filename="../ui/download_dialog.py" line="310"/>
         <source>Cancel keeps what has arrived: pressing Download again later continues from there. The file is checked against the hub&apos;s SHA-256 before it is used.</source>
         <translation>取消会保留已下载的部分：之后再次点击“下载”会从那里继续。文件在使用前会与模型库提供的 SHA-256 校验。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="334"/>
+        <location filename="../ui/download_dialog.py" line="314"/>
         <source>Connecting to the Hugging Face hub…</source>
         <translation>正在连接 Hugging Face 模型库…</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="340"/>
+        <location filename="../ui/download_dialog.py" line="320"/>
         <source>Import a model</source>
         <translation>导入模型</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="341"/>
+        <location filename="../ui/download_dialog.py" line="321"/>
         <source>&lt;b&gt;Importing %1&lt;/b&gt;</source>
         <translation>&lt;b&gt;正在导入 %1&lt;/b&gt;</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="345"/>
+        <location filename="../ui/download_dialog.py" line="325"/>
         <source>A GGUF file or Hugging Face folder is converted once; a 0.5B model takes about six minutes on two cores.</source>
         <translation>GGUF 文件或 Hugging Face 文件夹只需转换一次，在双核电脑上 0.5B 模型大约需要六分钟。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="348"/>
+        <location filename="../ui/download_dialog.py" line="328"/>
         <source>Reading…</source>
         <translation>正在读取…</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="386"/>
+        <location filename="../ui/download_dialog.py" line="366"/>
         <source>Downloading…</source>
         <translation>正在下载…</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="388"/>
+        <location filename="../ui/download_dialog.py" line="368"/>
         <source>%1 of %2</source>
         <translation>%1 / %2</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="390"/>
+        <location filename="../ui/download_dialog.py" line="370"/>
         <source>%1/s</source>
         <translation>%1/秒</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="392"/>
+        <location filename="../ui/download_dialog.py" line="372"/>
         <source>%1 left</source>
         <translation>剩余 %1</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="400"/>
+        <location filename="../ui/download_dialog.py" line="380"/>
         <source>Building the model: %1</source>
         <translation>正在构建模型：%1</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="402"/>
+        <location filename="../ui/download_dialog.py" line="382"/>
         <source>step %1 of %2</source>
         <translation>第 %1 步，共 %2 步</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="414"/>
+        <location filename="../ui/download_dialog.py" line="394"/>
         <source>Close</source>
         <translation>关闭</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="421"/>
+        <location filename="../ui/download_dialog.py" line="401"/>
         <source>Installed</source>
         <translation>已安装</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="425"/>
+        <location filename="../ui/download_dialog.py" line="405"/>
         <source>%1 · %2 on disk · in %3</source>
         <translation>%1 · 占用 %2 · 位于 %3</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="430"/>
+        <location filename="../ui/download_dialog.py" line="410"/>
         <source>The model is ready. It is listed among the installed models.</source>
         <translation>模型已就绪，已列在已安装的模型中。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="437"/>
+        <location filename="../ui/download_dialog.py" line="417"/>
         <source>Paused</source>
         <translation>已暂停</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="442"/>
+        <location filename="../ui/download_dialog.py" line="422"/>
         <source>What has arrived is kept in the models folder; Resume (or Download later) continues from there.</source>
         <translation>已下载的部分保留在模型文件夹中；点击“继续”（或之后再下载）会从那里继续。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="449"/>
+        <location filename="../ui/download_dialog.py" line="429"/>
         <source>The import was cancelled; nothing was installed.</source>
         <translation>导入已取消，未安装任何内容。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="453"/>
+        <location filename="../ui/download_dialog.py" line="433"/>
         <source>Stopped while building. The downloaded file is kept: Resume only builds it.</source>
         <translation>在构建时停止。已下载的文件会保留：“继续”只需重新构建。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="457"/>
+        <location filename="../ui/download_dialog.py" line="437"/>
         <source>Paused at %1 of %2.</source>
         <translation>暂停于 %1 / %2。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="462"/>
+        <location filename="../ui/download_dialog.py" line="442"/>
         <source>Stopped.</source>
         <translation>已停止。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="469"/>
+        <location filename="../ui/download_dialog.py" line="449"/>
         <source>The Hugging Face hub cannot be reached.</source>
         <translation>无法连接 Hugging Face 模型库。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="470"/>
+        <location filename="../ui/download_dialog.py" line="450"/>
         <source>This model was not found on the hub.</source>
         <translation>模型库中找不到此模型。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="471"/>
+        <location filename="../ui/download_dialog.py" line="451"/>
         <source>This model needs a Hugging Face login.</source>
         <translation>此模型需要登录 Hugging Face。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="472"/>
+        <location filename="../ui/download_dialog.py" line="452"/>
         <source>The download arrived damaged and was deleted; nothing was installed.</source>
         <translation>下载的文件已损坏并被删除，未安装任何内容。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="473"/>
+        <location filename="../ui/download_dialog.py" line="453"/>
         <source>Not enough disk space.</source>
         <translation>磁盘空间不足。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="474"/>
+        <location filename="../ui/download_dialog.py" line="454"/>
         <source>The hub keeps answering with an error.</source>
         <translation>模型库持续返回错误。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="475"/>
+        <location filename="../ui/download_dialog.py" line="455"/>
         <source>The connection keeps dropping; what arrived is kept.</source>
         <translation>连接不断中断；已下载的部分会保留。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="477"/>
+        <location filename="../ui/download_dialog.py" line="457"/>
         <source>The model could not be installed.</source>
         <translation>无法安装模型。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="480"/>
+        <location filename="../ui/download_dialog.py" line="460"/>
         <source>Check your connection and try again, or import a model file you already have (a GGUF file or a Hugging Face folder) with Import from disk…</source>
         <translation>请检查网络连接后重试，或通过“从磁盘导入…”导入已有的模型文件（GGUF 文件或 Hugging Face 文件夹）。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="485"/>
+        <location filename="../ui/download_dialog.py" line="465"/>
         <source>Failed</source>
         <translation>失败</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="487"/>
+        <location filename="../ui/download_dialog.py" line="467"/>
         <source>What has arrived is kept; Resume continues from there.</source>
         <translation>已下载的部分会保留；“继续”会从那里继续。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="496"/>
+        <location filename="../ui/download_dialog.py" line="476"/>
         <source>Try again</source>
         <translation>重试</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="514"/>
+        <location filename="../ui/download_dialog.py" line="494"/>
         <source>Stopping…</source>
         <translation>正在停止…</translation>
     </message>
@@ -302,9 +302,9 @@
         <location filename="../ui/main_window.py" line="159"/>
         <location filename="../ui/main_window.py" line="160"/>
         <location filename="../ui/main_window.py" line="322"/>
-        <location filename="../ui/main_window.py" line="495"/>
-        <location filename="../ui/main_window.py" line="617"/>
-        <location filename="../ui/main_window.py" line="629"/>
+        <location filename="../ui/main_window.py" line="505"/>
+        <location filename="../ui/main_window.py" line="627"/>
+        <location filename="../ui/main_window.py" line="639"/>
         <source>New chat</source>
         <translation>新对话</translation>
     </message>
@@ -315,7 +315,7 @@
     </message>
     <message>
         <location filename="../ui/main_window.py" line="168"/>
-        <location filename="../ui/main_window.py" line="504"/>
+        <location filename="../ui/main_window.py" line="514"/>
         <source>Rename</source>
         <translation>重命名</translation>
     </message>
@@ -326,13 +326,13 @@
     </message>
     <message>
         <location filename="../ui/main_window.py" line="171"/>
-        <location filename="../ui/main_window.py" line="527"/>
+        <location filename="../ui/main_window.py" line="537"/>
         <source>Delete</source>
         <translation>删除</translation>
     </message>
     <message>
         <location filename="../ui/main_window.py" line="172"/>
-        <location filename="../ui/main_window.py" line="520"/>
+        <location filename="../ui/main_window.py" line="530"/>
         <source>Delete conversation</source>
         <translation>删除对话</translation>
     </message>
@@ -450,7 +450,7 @@
     </message>
     <message>
         <location filename="../ui/main_window.py" line="277"/>
-        <location filename="../ui/main_window.py" line="786"/>
+        <location filename="../ui/main_window.py" line="796"/>
         <source>context: –</source>
         <translation>上下文：–</translation>
     </message>
@@ -475,32 +475,59 @@
         <translation>打开模型页面</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="825"/>
+        <location filename="../ui/main_window.py" line="399"/>
+        <source>Ready · %1 · %2</source>
+        <translation>就绪 · %1 · %2</translation>
+    </message>
+    <message>
+        <location filename="../ui/main_window.py" line="404"/>
+        <source>%1
+Loaded in %2 s, warmed up in %3 s</source>
+        <translation>%1
+加载用时 %2 秒，预热用时 %3 秒</translation>
+    </message>
+    <message>
+        <location filename="../ui/main_window.py" line="431"/>
+        <source>1 thread</source>
+        <translation>1 个线程</translation>
+    </message>
+    <message>
+        <location filename="../ui/main_window.py" line="431"/>
+        <source>%1 threads</source>
+        <translation>%1 个线程</translation>
+    </message>
+    <message>
+        <location filename="../ui/main_window.py" line="461"/>
+        <source>Switching to %1…</source>
+        <translation>正在切换到 %1…</translation>
+    </message>
+    <message>
+        <location filename="../ui/main_window.py" line="835"/>
         <source>System prompt: %1 · history and message: %2 · kept for the reply: %3</source>
         <translation>系统提示：%1 · 历史与消息：%2 · 为回答保留：%3</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="929"/>
+        <location filename="../ui/main_window.py" line="939"/>
         <source>The local server could not start on port %1: %2</source>
         <translation>本地服务器无法在端口 %1 上启动：%2</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="943"/>
+        <location filename="../ui/main_window.py" line="953"/>
         <source>API %1</source>
         <translation>API %1</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="945"/>
+        <location filename="../ui/main_window.py" line="955"/>
         <source>API request running… (%1)</source>
         <translation>API 请求进行中…（%1）</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="948"/>
+        <location filename="../ui/main_window.py" line="958"/>
         <source>Apps on this computer can use the model at %1/v1 (OpenAI-compatible).</source>
         <translation>本机上的应用可以通过 %1/v1 使用此模型（兼容 OpenAI）。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="957"/>
+        <location filename="../ui/main_window.py" line="967"/>
         <source>Waiting for an API request to finish…</source>
         <translation>正在等待 API 请求完成…</translation>
     </message>
@@ -546,107 +573,97 @@
         <translation>正在预热…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="399"/>
-        <source>Ready — %1, %2 threads — warm-up %3 s</source>
-        <translation>就绪 — %1，%2 个线程 — 预热 %3 秒</translation>
-    </message>
-    <message>
-        <location filename="../ui/main_window.py" line="416"/>
+        <location filename="../ui/main_window.py" line="421"/>
         <source>The model could not be loaded: %1</source>
         <translation>无法加载模型：%1</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="417"/>
+        <location filename="../ui/main_window.py" line="422"/>
         <source>No model loaded</source>
         <translation>未加载模型</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="428"/>
+        <location filename="../ui/main_window.py" line="438"/>
         <source>Measuring the best thread count…</source>
         <translation>正在测量最佳线程数…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="434"/>
+        <location filename="../ui/main_window.py" line="444"/>
         <source>Measuring the best thread count… %1/%2</source>
         <translation>正在测量最佳线程数… %1/%2</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="451"/>
-        <source>Rebuilding the session with %1 threads…</source>
-        <translation>正在以 %1 个线程重建会话…</translation>
-    </message>
-    <message>
-        <location filename="../ui/main_window.py" line="504"/>
+        <location filename="../ui/main_window.py" line="514"/>
         <source>Title:</source>
         <translation>标题：</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="521"/>
+        <location filename="../ui/main_window.py" line="531"/>
         <source>Delete “%1” and all its messages? This cannot be undone.</source>
         <translation>删除“%1”及其全部消息？此操作无法撤销。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="528"/>
+        <location filename="../ui/main_window.py" line="538"/>
         <source>Delete the conversation</source>
         <translation>删除此对话</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="656"/>
+        <location filename="../ui/main_window.py" line="666"/>
         <source>waiting for the first token…</source>
         <translation>等待第一个词元…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="674"/>
+        <location filename="../ui/main_window.py" line="684"/>
         <source>first token %1 s</source>
         <translation>首个词元 %1 秒</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="688"/>
+        <location filename="../ui/main_window.py" line="698"/>
         <source>first token %1 s · %2 tokens/s</source>
         <translation>首个词元 %1 秒 · %2 词元/秒</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="702"/>
+        <location filename="../ui/main_window.py" line="712"/>
         <source>first token %1 s · %2 tokens/s · %3 tokens</source>
         <translation>首个词元 %1 秒 · %2 词元/秒 · %3 个词元</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="717"/>
+        <location filename="../ui/main_window.py" line="727"/>
         <source>The answer failed: %1</source>
         <translation>回答失败：%1</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="734"/>
+        <location filename="../ui/main_window.py" line="744"/>
         <source>This chat was changed outside this window while the answer was written: the answer or its chat no longer exists, so the answer was not kept.</source>
         <translation>回答写入期间，此对话在本窗口之外被更改：回答或其对话已不存在，因此未保留该回答。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="756"/>
+        <location filename="../ui/main_window.py" line="766"/>
         <source>Editing an earlier message. Sending starts a new version of the conversation from here; the old version is kept (use ‹ › on the message to switch). Esc cancels.</source>
         <translation>正在编辑之前的消息。发送后将从这里开始对话的新版本；旧版本会保留（用消息上的 ‹ › 切换）。按 Esc 取消。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="773"/>
+        <location filename="../ui/main_window.py" line="783"/>
         <source>Answer copied</source>
         <translation>已复制回答</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="822"/>
+        <location filename="../ui/main_window.py" line="832"/>
         <source>%1 / %2 tokens</source>
         <translation>%1 / %2 词元</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="833"/>
+        <location filename="../ui/main_window.py" line="843"/>
         <source>Sending this pushes the %1 oldest message(s) out of the context: the model will not see them.</source>
         <translation>发送后，最早的 %1 条消息将被移出上下文，模型将看不到它们。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="836"/>
+        <location filename="../ui/main_window.py" line="846"/>
         <source>A message is too long for the context and will be shortened in the middle.</source>
         <translation>有一条消息超出上下文长度，将从中间截短。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="900"/>
+        <location filename="../ui/main_window.py" line="910"/>
         <source>Applying settings…</source>
         <translation>正在应用设置…</translation>
     </message>
@@ -757,291 +774,291 @@
 <context>
     <name>ModelsDialog</name>
     <message>
-        <location filename="../ui/models_dialog.py" line="121"/>
-        <location filename="../ui/models_dialog.py" line="122"/>
+        <location filename="../ui/models_dialog.py" line="114"/>
+        <location filename="../ui/models_dialog.py" line="115"/>
         <source>Models</source>
         <translation>模型</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="129"/>
+        <location filename="../ui/models_dialog.py" line="122"/>
         <source>Models folder:</source>
         <translation>模型文件夹：</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="131"/>
+        <location filename="../ui/models_dialog.py" line="124"/>
         <source>Models folder</source>
         <translation>模型文件夹</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="134"/>
+        <location filename="../ui/models_dialog.py" line="127"/>
         <source>Open folder</source>
         <translation>打开文件夹</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="135"/>
+        <location filename="../ui/models_dialog.py" line="128"/>
         <source>Open the models folder</source>
         <translation>打开模型文件夹</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="138"/>
+        <location filename="../ui/models_dialog.py" line="131"/>
         <source>Change folder…</source>
         <translation>更改文件夹…</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="139"/>
+        <location filename="../ui/models_dialog.py" line="132"/>
         <source>Change where models are stored</source>
         <translation>更改模型的存储位置</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="144"/>
+        <location filename="../ui/models_dialog.py" line="137"/>
         <source>Free disk space</source>
         <translation>可用磁盘空间</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="148"/>
-        <location filename="../ui/models_dialog.py" line="323"/>
+        <location filename="../ui/models_dialog.py" line="141"/>
+        <location filename="../ui/models_dialog.py" line="316"/>
         <source>Installed</source>
         <translation>已安装</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="152"/>
+        <location filename="../ui/models_dialog.py" line="145"/>
         <source>Default</source>
         <translation>默认</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="153"/>
-        <location filename="../ui/models_dialog.py" line="193"/>
+        <location filename="../ui/models_dialog.py" line="146"/>
+        <location filename="../ui/models_dialog.py" line="186"/>
         <source>Name</source>
         <translation>名称</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="154"/>
+        <location filename="../ui/models_dialog.py" line="147"/>
         <source>Precision</source>
         <translation>精度</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="155"/>
+        <location filename="../ui/models_dialog.py" line="148"/>
         <source>Size on disk</source>
         <translation>占用空间</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="156"/>
+        <location filename="../ui/models_dialog.py" line="149"/>
         <source>Source</source>
         <translation>来源</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="157"/>
+        <location filename="../ui/models_dialog.py" line="150"/>
         <source>Checksum</source>
         <translation>校验和</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="159"/>
+        <location filename="../ui/models_dialog.py" line="152"/>
         <source>Installed models</source>
         <translation>已安装的模型</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="166"/>
+        <location filename="../ui/models_dialog.py" line="159"/>
         <source>No model is installed yet: download one below, or import a file you already have.</source>
         <translation>尚未安装模型：请在下方下载，或导入已有的文件。</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="168"/>
+        <location filename="../ui/models_dialog.py" line="161"/>
         <source>No models yet</source>
         <translation>尚无模型</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="171"/>
+        <location filename="../ui/models_dialog.py" line="164"/>
         <source>Set as default</source>
         <translation>设为默认</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="172"/>
+        <location filename="../ui/models_dialog.py" line="165"/>
         <source>Make the selected model the default</source>
         <translation>将所选模型设为默认</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="175"/>
+        <location filename="../ui/models_dialog.py" line="168"/>
         <source>Delete…</source>
         <translation>删除…</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="176"/>
+        <location filename="../ui/models_dialog.py" line="169"/>
         <source>Delete the selected model</source>
         <translation>删除所选模型</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="180"/>
+        <location filename="../ui/models_dialog.py" line="173"/>
         <source>Import from disk…</source>
         <translation>从磁盘导入…</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="181"/>
+        <location filename="../ui/models_dialog.py" line="174"/>
         <source>Import a model from disk</source>
         <translation>从磁盘导入模型</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="183"/>
+        <location filename="../ui/models_dialog.py" line="176"/>
         <source>GGUF file…</source>
         <translation>GGUF 文件…</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="184"/>
+        <location filename="../ui/models_dialog.py" line="177"/>
         <source>Hugging Face folder or model folder…</source>
         <translation>Hugging Face 文件夹或模型文件夹…</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="190"/>
+        <location filename="../ui/models_dialog.py" line="183"/>
         <source>Available to download</source>
         <translation>可下载</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="193"/>
+        <location filename="../ui/models_dialog.py" line="186"/>
         <source>About</source>
         <translation>简介</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="193"/>
-        <location filename="../ui/models_dialog.py" line="330"/>
+        <location filename="../ui/models_dialog.py" line="186"/>
+        <location filename="../ui/models_dialog.py" line="323"/>
         <source>Download</source>
         <translation>下载</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="193"/>
+        <location filename="../ui/models_dialog.py" line="186"/>
         <source>Licence</source>
         <translation>许可证</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="194"/>
+        <location filename="../ui/models_dialog.py" line="187"/>
         <source>Models available to download</source>
         <translation>可下载的模型</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="201"/>
+        <location filename="../ui/models_dialog.py" line="194"/>
         <source>From the Hugging Face hub; nothing is fetched until you press Download. Each file is checked against the hub&apos;s SHA-256, then converted into a model folder here.</source>
         <translation>来自 Hugging Face 模型库；在点击“下载”之前不会获取任何内容。每个文件都会与模型库的 SHA-256 校验，然后在本机转换为模型文件夹。</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="207"/>
+        <location filename="../ui/models_dialog.py" line="200"/>
         <source>About downloads</source>
         <translation>关于下载</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="212"/>
+        <location filename="../ui/models_dialog.py" line="205"/>
         <source>Status</source>
         <translation>状态</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="217"/>
+        <location filename="../ui/models_dialog.py" line="210"/>
         <source>Close</source>
         <translation>关闭</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="221"/>
+        <location filename="../ui/models_dialog.py" line="214"/>
         <source>The catalogue cannot be read: %1</source>
         <translation>无法读取模型目录：%1</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="229"/>
+        <location filename="../ui/models_dialog.py" line="222"/>
         <source>Select all</source>
         <translation>全选</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="259"/>
+        <location filename="../ui/models_dialog.py" line="252"/>
         <source>%1 free on this disk</source>
         <translation>此磁盘可用 %1</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="267"/>
+        <location filename="../ui/models_dialog.py" line="260"/>
         <source>The models folder cannot be read: %1</source>
         <translation>无法读取模型文件夹：%1</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="279"/>
+        <location filename="../ui/models_dialog.py" line="272"/>
         <source>(in use)</source>
         <translation>（使用中）</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="281"/>
+        <location filename="../ui/models_dialog.py" line="274"/>
         <source>(broken: delete it or import it again)</source>
         <translation>（已损坏：请删除或重新导入）</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="283"/>
+        <location filename="../ui/models_dialog.py" line="276"/>
         <source>The default: opened when the app starts</source>
         <translation>默认：应用启动时打开</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="328"/>
+        <location filename="../ui/models_dialog.py" line="321"/>
         <source>Resume (%1 kept)</source>
         <translation>继续（已保留 %1）</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="333"/>
+        <location filename="../ui/models_dialog.py" line="326"/>
         <source>Download %1</source>
         <translation>下载 %1</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="388"/>
+        <location filename="../ui/models_dialog.py" line="381"/>
         <source>%1 is now the default; the app switches to it when this window closes.</source>
         <translation>%1 现在是默认模型；关闭此窗口后应用将切换到它。</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="403"/>
+        <location filename="../ui/models_dialog.py" line="396"/>
         <source>Model in use</source>
         <translation>使用中的模型</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="405"/>
+        <location filename="../ui/models_dialog.py" line="398"/>
         <source>%1 is the model in use, so it is not deleted. Make another model the default (Set as default), close this window so the app switches to it, then delete this one.</source>
         <translation>%1 是正在使用的模型，因此不会被删除。请先将另一个模型设为默认（“设为默认”），关闭此窗口让应用切换过去，再删除此模型。</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="415"/>
+        <location filename="../ui/models_dialog.py" line="408"/>
         <source>Delete model</source>
         <translation>删除模型</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="417"/>
+        <location filename="../ui/models_dialog.py" line="410"/>
         <source>Delete %1? Its folder (%2, %3) is removed from disk. It can be downloaded or imported again.</source>
         <translation>删除 %1？其文件夹（%2，%3）将从磁盘中移除。之后可以重新下载或导入。</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="435"/>
+        <location filename="../ui/models_dialog.py" line="428"/>
         <source>Deleted %1.</source>
         <translation>已删除 %1。</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="446"/>
+        <location filename="../ui/models_dialog.py" line="439"/>
         <source>Where to store models</source>
         <translation>模型存储位置</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="458"/>
+        <location filename="../ui/models_dialog.py" line="451"/>
         <source>Models are now stored in %1. The models in %2 stay there (move them by hand if you like).</source>
         <translation>模型现在存储在 %1。%2 中的模型会留在原处（如需要可手动移动）。</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="464"/>
+        <location filename="../ui/models_dialog.py" line="457"/>
         <source>The setting could not be saved: %1</source>
         <translation>无法保存设置：%1</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="512"/>
+        <location filename="../ui/models_dialog.py" line="505"/>
         <source>Import a GGUF file</source>
         <translation>导入 GGUF 文件</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="512"/>
+        <location filename="../ui/models_dialog.py" line="505"/>
         <source>GGUF models (*.gguf)</source>
         <translation>GGUF 模型 (*.gguf)</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="519"/>
+        <location filename="../ui/models_dialog.py" line="512"/>
         <source>Import a model folder</source>
         <translation>导入模型文件夹</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="524"/>
+        <location filename="../ui/models_dialog.py" line="517"/>
         <source>Installed %1.</source>
         <translation>已安装 %1。</translation>
     </message>
@@ -1049,308 +1066,282 @@
 <context>
     <name>SettingsDialog</name>
     <message>
-        <location filename="../ui/settings_dialog.py" line="79"/>
-        <location filename="../ui/settings_dialog.py" line="80"/>
+        <location filename="../ui/settings_dialog.py" line="82"/>
+        <location filename="../ui/settings_dialog.py" line="83"/>
         <source>Settings</source>
         <translation>设置</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="93"/>
+        <location filename="../ui/settings_dialog.py" line="96"/>
         <source>Auto (fastest measured; %1 physical cores)</source>
         <translation>自动（实测最快；%1 个物理核心）</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="95"/>
+        <location filename="../ui/settings_dialog.py" line="98"/>
         <source>Auto (fastest measured)</source>
         <translation>自动（实测最快）</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="97"/>
+        <location filename="../ui/settings_dialog.py" line="100"/>
         <source>now %1</source>
         <translation>当前 %1</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="102"/>
+        <location filename="../ui/settings_dialog.py" line="105"/>
         <source>CPU threads</source>
         <translation>CPU 线程数</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="103"/>
+        <location filename="../ui/settings_dialog.py" line="106"/>
         <source>CPU threads:</source>
         <translation>CPU 线程数：</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="105"/>
+        <location filename="../ui/settings_dialog.py" line="108"/>
         <source>Context limit</source>
         <translation>上下文上限</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="107"/>
         <location filename="../ui/settings_dialog.py" line="110"/>
+        <location filename="../ui/settings_dialog.py" line="113"/>
         <source> tokens</source>
         <translation> 词元</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="108"/>
+        <location filename="../ui/settings_dialog.py" line="111"/>
         <source>Context limit:</source>
         <translation>上下文上限：</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="109"/>
+        <location filename="../ui/settings_dialog.py" line="112"/>
         <source>Maximum reply length</source>
         <translation>最长回答</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="111"/>
+        <location filename="../ui/settings_dialog.py" line="114"/>
         <source>Maximum reply length:</source>
         <translation>最长回答：</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="112"/>
+        <location filename="../ui/settings_dialog.py" line="115"/>
         <source>Temperature</source>
         <translation>温度</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="113"/>
+        <location filename="../ui/settings_dialog.py" line="116"/>
         <source>Temperature:</source>
         <translation>温度：</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="114"/>
+        <location filename="../ui/settings_dialog.py" line="117"/>
         <source>Top-p</source>
         <translation>Top-p</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="115"/>
+        <location filename="../ui/settings_dialog.py" line="118"/>
         <source>Top-p:</source>
         <translation>Top-p：</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="116"/>
+        <location filename="../ui/settings_dialog.py" line="119"/>
         <source>Top-k</source>
         <translation>Top-k</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="117"/>
+        <location filename="../ui/settings_dialog.py" line="120"/>
         <source>off</source>
         <translation>关闭</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="118"/>
+        <location filename="../ui/settings_dialog.py" line="121"/>
         <source>Top-k:</source>
         <translation>Top-k：</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="119"/>
+        <location filename="../ui/settings_dialog.py" line="122"/>
         <source>Repetition penalty</source>
         <translation>重复惩罚</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="120"/>
+        <location filename="../ui/settings_dialog.py" line="123"/>
         <source>Repetition penalty:</source>
         <translation>重复惩罚：</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="121"/>
+        <location filename="../ui/settings_dialog.py" line="124"/>
         <source>Seed</source>
         <translation>随机种子</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="122"/>
+        <location filename="../ui/settings_dialog.py" line="125"/>
         <source>random</source>
         <translation>随机</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="123"/>
+        <location filename="../ui/settings_dialog.py" line="126"/>
         <source>Seed:</source>
         <translation>随机种子：</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="126"/>
+        <location filename="../ui/settings_dialog.py" line="129"/>
         <source>System prompt</source>
         <translation>系统提示</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="128"/>
+        <location filename="../ui/settings_dialog.py" line="131"/>
         <source>System prompt:</source>
         <translation>系统提示：</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="132"/>
-        <location filename="../ui/settings_dialog.py" line="143"/>
+        <location filename="../ui/settings_dialog.py" line="135"/>
+        <location filename="../ui/settings_dialog.py" line="146"/>
         <source>Same as the system</source>
         <translation>跟随系统</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="133"/>
+        <location filename="../ui/settings_dialog.py" line="136"/>
         <source>Light</source>
         <translation>浅色</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="134"/>
+        <location filename="../ui/settings_dialog.py" line="137"/>
         <source>Dark</source>
         <translation>深色</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="138"/>
+        <location filename="../ui/settings_dialog.py" line="141"/>
         <source>Theme</source>
         <translation>主题</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="139"/>
+        <location filename="../ui/settings_dialog.py" line="142"/>
         <source>Theme:</source>
         <translation>主题：</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="145"/>
+        <location filename="../ui/settings_dialog.py" line="148"/>
         <source>Language (applies at the next start)</source>
         <translation>语言（下次启动时生效）</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="146"/>
+        <location filename="../ui/settings_dialog.py" line="149"/>
         <source>Language (next start):</source>
         <translation>语言（下次启动）：</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="150"/>
+        <location filename="../ui/settings_dialog.py" line="153"/>
         <source>Model in use</source>
         <translation>使用的模型</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="159"/>
+        <location filename="../ui/settings_dialog.py" line="162"/>
         <source>Import from disk…</source>
         <translation>从磁盘导入…</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="160"/>
+        <location filename="../ui/settings_dialog.py" line="163"/>
         <source>Import a model from disk</source>
         <translation>从磁盘导入模型</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="162"/>
+        <location filename="../ui/settings_dialog.py" line="165"/>
         <source>GGUF file…</source>
         <translation>GGUF 文件…</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="163"/>
+        <location filename="../ui/settings_dialog.py" line="166"/>
         <source>Hugging Face folder…</source>
         <translation>Hugging Face 文件夹…</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="167"/>
+        <location filename="../ui/settings_dialog.py" line="170"/>
         <source>Model:</source>
         <translation>模型：</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="168"/>
+        <location filename="../ui/settings_dialog.py" line="171"/>
         <source>To download models, use the Models page.</source>
         <translation>要下载模型，请使用“模型”页面。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="173"/>
+        <location filename="../ui/settings_dialog.py" line="176"/>
         <source>Serve the model to other apps on this computer</source>
         <translation>向本机上的其他应用提供此模型</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="174"/>
+        <location filename="../ui/settings_dialog.py" line="177"/>
         <source>Local server</source>
         <translation>本地服务器</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="176"/>
+        <location filename="../ui/settings_dialog.py" line="179"/>
         <source>Local server:</source>
         <translation>本地服务器：</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="177"/>
+        <location filename="../ui/settings_dialog.py" line="180"/>
         <source>Local server port</source>
         <translation>本地服务器端口</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="178"/>
+        <location filename="../ui/settings_dialog.py" line="181"/>
         <source>Port:</source>
         <translation>端口：</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="180"/>
+        <location filename="../ui/settings_dialog.py" line="183"/>
         <source>none (any app on this computer may use it)</source>
         <translation>无（本机上的任何应用都可使用）</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="181"/>
+        <location filename="../ui/settings_dialog.py" line="184"/>
         <source>Local server API key</source>
         <translation>本地服务器 API 密钥</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="182"/>
+        <location filename="../ui/settings_dialog.py" line="185"/>
         <source>API key:</source>
         <translation>API 密钥：</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="185"/>
+        <location filename="../ui/settings_dialog.py" line="188"/>
         <source>Local server address</source>
         <translation>本地服务器地址</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="194"/>
+        <location filename="../ui/settings_dialog.py" line="197"/>
         <source>Apply settings</source>
         <translation>应用设置</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="195"/>
-        <location filename="../ui/settings_dialog.py" line="272"/>
+        <location filename="../ui/settings_dialog.py" line="198"/>
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="206"/>
+        <location filename="../ui/settings_dialog.py" line="209"/>
         <source>OpenAI base URL %1/v1, chat page %1/</source>
         <translation>OpenAI 基础 URL %1/v1，聊天页面 %1/</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="208"/>
+        <location filename="../ui/settings_dialog.py" line="211"/>
         <source>Off: nothing listens on the network.</source>
         <translation>关闭：不在网络上监听任何端口。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="254"/>
+        <location filename="../ui/settings_dialog.py" line="257"/>
         <source>Import a GGUF file</source>
         <translation>导入 GGUF 文件</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="254"/>
+        <location filename="../ui/settings_dialog.py" line="257"/>
         <source>GGUF models (*.gguf)</source>
         <translation>GGUF 模型 (*.gguf)</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="262"/>
+        <location filename="../ui/settings_dialog.py" line="265"/>
         <source>Import a Hugging Face folder</source>
         <translation>导入 Hugging Face 文件夹</translation>
-    </message>
-    <message>
-        <location filename="../ui/settings_dialog.py" line="272"/>
-        <source>Importing %1…</source>
-        <translation>正在导入 %1…</translation>
-    </message>
-    <message>
-        <location filename="../ui/settings_dialog.py" line="274"/>
-        <source>Import a model</source>
-        <translation>导入模型</translation>
-    </message>
-    <message>
-        <location filename="../ui/settings_dialog.py" line="275"/>
-        <source>Import progress</source>
-        <translation>导入进度</translation>
-    </message>
-    <message>
-        <location filename="../ui/settings_dialog.py" line="302"/>
-        <source>Building: %1</source>
-        <translation>正在构建：%1</translation>
-    </message>
-    <message>
-        <location filename="../ui/settings_dialog.py" line="319"/>
-        <source>Import failed</source>
-        <translation>导入失败</translation>
     </message>
 </context>
 <context>

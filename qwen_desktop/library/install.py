@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from qwen_desktop.engine.errors import ModelError, OutputError
 from qwen_desktop.engine.manifest import MANIFEST, read_manifest
+from qwen_desktop.engine.model_files import pretty_model_name
 from qwen_desktop.library.catalog import CatalogEntry, find_entry, load_catalog
 from qwen_desktop.library.installed import (
     DOWNLOADS,
@@ -176,9 +177,7 @@ def install_from_download(
         remote=remote,
     )
     record = {
-        "display_name": entry.display_name
-        if install_name == entry.name
-        else f"{entry.display_name} ({precision})",
+        "display_name": entry.display_name,  # the precision is added where it is shown
         "catalog_name": entry.name,
         "license": entry.license,
         "checksum": result.sha256,
@@ -318,7 +317,7 @@ def import_model(
         raise ModelError(f"{path}: no such file or folder")
     model_name = name or slug(path.stem if path.is_file() else path.name)
     record: dict[str, Any] = {
-        "display_name": path.name,
+        "display_name": pretty_model_name(path.name),
         "source": {"kind": "import", "path": str(path.resolve())},
     }
     if path.is_file() or any(path.glob("*.safetensors")):
@@ -328,7 +327,9 @@ def import_model(
         _download().check_disk_space(models.models_dir, room, f"building {path.name}")
         return _build(models, path, model_name, precision, record, on_build, cancel)
     if (path / MANIFEST).is_file():
-        read_manifest(path)  # refuses anything that is not a complete engine folder
+        own = read_manifest(path).get("display_name")  # refuses anything that is not a complete engine folder
+        if isinstance(own, str) and own.strip():
+            record["display_name"] = own.strip()
         return _copy_in(models, path, model_name, record, None)
     graph = _hub_graph(path) if (path / "config.json").is_file() else None
     if graph is None:
@@ -477,6 +478,7 @@ def prebuilt_manifest(
         "pad_token_id": lookup.get("<|endoftext|>"),
         "chat_template": template,
         "files": {"model": model_file, "tokenizer": "tokenizer.json"},
+        "display_name": pretty_model_name(source_name),
         "source": {"name": source_name, "files": source_files},
         "builder": {"name": "qwen-desktop (prebuilt ONNX export)", "version": __version__},
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),

@@ -27,6 +27,7 @@ from typing import Any
 
 from qwen_desktop.engine.errors import ModelError, OutputError
 from qwen_desktop.engine.manifest import MANIFEST, read_manifest
+from qwen_desktop.engine.model_files import model_display_name, pretty_model_name
 
 INSTALL_FILE = "install.json"
 REGISTRY_FILE = "registry.json"
@@ -162,11 +163,13 @@ class InstalledModels:
 
     def _describe(self, folder: Path, manifest: dict[str, Any]) -> InstalledModel:
         record = read_json(folder / INSTALL_FILE) or {}
+        precision = str(manifest.get("precision", "?"))
+        base = _text(record.get("display_name")) or _text(manifest.get("display_name"))
         return InstalledModel(
             name=folder.name,
-            display_name=str(record.get("display_name") or folder.name),
+            display_name=model_display_name(base or pretty_model_name(folder.name), precision),
             folder=folder,
-            precision=str(manifest.get("precision", "?")),
+            precision=precision,
             head_precision=manifest.get("head_precision"),
             style=str(manifest.get("style", "?")),
             bytes_on_disk=folder_bytes(folder),
@@ -247,6 +250,11 @@ class InstalledModels:
         target = self.models_dir / name
         record = {"name": name, "installed": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())} | record
         write_json(staged / INSTALL_FILE, record)
+        shown = _text(record.get("display_name"))
+        manifest = read_json(staged / MANIFEST)
+        if shown and manifest is not None and manifest.get("display_name") != shown:
+            # The engine reads the manifest: the window and the Models page show the same name.
+            write_json(staged / MANIFEST, manifest | {"display_name": shown})
         if target.exists():
             raise OutputError(f"{target} appeared while installing; nothing was overwritten")
         try:
@@ -315,3 +323,8 @@ def _broken(folder: Path, problem: str) -> InstalledModel:
 
 def _with_default(model: InstalledModel) -> InstalledModel:
     return InstalledModel(**{**model.__dict__, "is_default": True})
+
+
+def _text(value: object) -> str:
+    """A stored name, or "" when it is missing or not a string."""
+    return value.strip() if isinstance(value, str) else ""

@@ -396,9 +396,14 @@ class MainWindow(QMainWindow):
             return
         self.model_info = info
         self.status_label.setText(
-            self.tr("Ready — %1, %2 threads — warm-up %3 s")
-            .replace("%1", info.name)
-            .replace("%2", str(info.threads))
+            self.tr("Ready · %1 · %2")
+            .replace("%1", reveal_bidi(info.display_name or info.name))
+            .replace("%2", self._threads(info.threads))
+        )
+        self.status_label.setToolTip(
+            self.tr("%1\nLoaded in %2 s, warmed up in %3 s")
+            .replace("%1", str(info.folder))
+            .replace("%2", f"{info.load_seconds:.1f}")
             .replace("%3", f"{info.warmup_seconds:.1f}")
         )
         self._update_controls()
@@ -419,6 +424,11 @@ class MainWindow(QMainWindow):
 
     def _on_reconfigured(self, info: ModelInfo) -> None:
         self._on_loaded(info)
+
+    def _threads(self, count: int) -> str:
+        """ "1 thread", "2 threads" (0 means all cores)."""
+        count = count or os.cpu_count() or 1
+        return self.tr("1 thread") if count == 1 else self.tr("%1 threads").replace("%1", str(count))
 
     def run_thread_sweep(self) -> None:
         """Measure decode speed for 1..cores threads on the worker and use the fastest ("Auto")."""
@@ -448,7 +458,7 @@ class MainWindow(QMainWindow):
         best = fastest(result)
         self.settings = replace(self.settings, auto_threads=best)
         self._save_settings()
-        self.status_label.setText(self.tr("Rebuilding the session with %1 threads…").replace("%1", str(best)))
+        self.status_label.setText(self.tr("Switching to %1…").replace("%1", self._threads(best)))
         self.bridge.reconfigure(best, self.settings.context_limit)
 
     def _on_job_failed(self, kind: str, message: str) -> None:

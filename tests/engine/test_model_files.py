@@ -7,9 +7,16 @@ import json
 import shutil
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from qwen_desktop.engine.errors import ModelError
-from qwen_desktop.engine.model_files import HUB_GRAPH_CANDIDATES, load_model_files
+from qwen_desktop.engine.model_files import (
+    HUB_GRAPH_CANDIDATES,
+    load_model_files,
+    model_display_name,
+    pretty_model_name,
+)
 
 
 def test_a_built_folder_lists_its_three_graphs_and_its_numbers(tiny_model_dir):
@@ -134,3 +141,49 @@ def test_a_folder_that_is_neither_says_so(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(ModelError, match="not a model folder"):
         load_model_files(tmp_path / "empty")
+
+
+# ------------------------------------------------------------------- the name people see
+
+
+@pytest.mark.parametrize(
+    ("given_name", "shown"),
+    [
+        ("qwen2.5-coder-0.5b-instruct-q8_0.gguf", "Qwen2.5 Coder 0.5B Instruct"),
+        ("Qwen/Qwen2.5-0.5B-Instruct", "Qwen2.5 0.5B Instruct"),
+        ("Qwen/Qwen2.5-0.5B-Instruct-GGUF@0123abcd", "Qwen2.5 0.5B Instruct"),
+        ("Llama-3.2-1B-Instruct-Q4_K_M.gguf", "Llama 3.2 1B Instruct"),
+        ("my_model-f16.safetensors", "My Model"),
+        ("tiny.gguf", "Tiny"),
+        ("gguf", "Gguf"),  # a name that is only a packing word stays a name
+        ("   ", "Model"),
+        ("x/.gguf", "Model"),
+        ("a.gguf.gguf", "A"),
+    ],
+)
+def test_file_and_repository_names_read_as_model_names(given_name, shown):
+    assert pretty_model_name(given_name) == shown
+
+
+def test_the_precision_follows_the_name_once_and_only_when_known():
+    assert model_display_name("Qwen2.5 0.5B Instruct", "int4") == "Qwen2.5 0.5B Instruct · int4"
+    assert model_display_name("Qwen2.5 0.5B Instruct · int4", "int4") == "Qwen2.5 0.5B Instruct · int4"
+    assert model_display_name("Tiny", "?") == "Tiny"
+    assert model_display_name("Tiny", "unknown") == "Tiny"
+
+
+def test_a_built_folder_is_shown_by_its_source_name_and_precision(tiny_model_dir, tmp_path):
+    files = load_model_files(tiny_model_dir)
+    assert files.display_name == model_display_name(pretty_model_name(files.name), files.precision)
+    folder = tmp_path / "m"
+    shutil.copytree(tiny_model_dir, folder)
+    manifest = json.loads((folder / "manifest.json").read_text())
+    (folder / "manifest.json").write_text(json.dumps(manifest | {"display_name": "My assistant"}))
+    assert load_model_files(folder).display_name == f"My assistant · {files.precision}"
+
+
+@given(st.text(max_size=80))
+def test_any_name_gives_a_non_blank_name_without_its_file_extension(text):
+    shown = pretty_model_name(text)
+    assert shown.strip()
+    assert not shown.lower().endswith((".gguf", ".safetensors", ".onnx"))

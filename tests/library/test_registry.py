@@ -28,6 +28,7 @@ from qwen_desktop.engine.chat import ChatEngine
 from qwen_desktop.engine.errors import ModelError
 from qwen_desktop.engine.generate import GREEDY, SamplingParams
 from qwen_desktop.engine.manifest import read_manifest
+from qwen_desktop.engine.model_files import load_model_files
 from qwen_desktop.library import registry
 from qwen_desktop.library.catalog import find_entry, load_catalog
 from qwen_desktop.library.download import (
@@ -91,7 +92,8 @@ def test_install_downloads_verifies_builds_registers_and_the_model_chats(hub, mo
     )
 
     gguf = tiny_gguf.read_bytes()
-    assert model.name == NAME and model.display_name == ENTRY.display_name
+    assert model.name == NAME and model.display_name == f"{ENTRY.display_name} · int4"
+    assert load_model_files(model.folder).display_name == model.display_name  # the window says the same
     assert model.precision == "int4" and model.is_default
     assert model.checksum == hashlib.sha256(gguf).hexdigest()
     assert model.source["commit"] == hub.repos[ENTRY.repo].commit
@@ -268,6 +270,8 @@ def test_import_a_gguf_file_a_hugging_face_folder_and_a_built_folder(
     copied = models.import_model(tiny_model_dir, name="copied")
 
     assert (from_gguf.name, from_gguf.precision) == ("tiny", "int4")
+    assert from_gguf.display_name == "Tiny · int4" == load_model_files(from_gguf.folder).display_name
+    assert copied.display_name == load_model_files(copied.folder).display_name  # its own manifest's name
     assert (from_hf.name, from_hf.precision) == ("tiny-hf", "int8")
     assert copied.checksum == read_manifest(tiny_model_dir)["source"]["files"][0]["sha256"]
     assert from_gguf.checksum == hashlib.sha256(tiny_gguf.read_bytes()).hexdigest()

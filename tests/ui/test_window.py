@@ -38,8 +38,11 @@ def test_window_is_up_before_the_model(qtbot, settings_for, make_window, tiny_mo
     assert not window.send_button.isEnabled()
     with qtbot.waitSignal(window.model_ready, timeout=60000):
         pass
-    assert window.status_label.text().startswith("Ready")
-    assert "warm-up" in window.status_label.text()
+    info = window.model_info
+    threads = "1 thread" if info.threads == 1 else f"{info.threads} threads"
+    assert window.status_label.text() == f"Ready · {info.display_name} · {threads}"
+    assert info.display_name.endswith(" · int4") and ".gguf" not in info.display_name
+    assert "warmed up in" in window.status_label.toolTip()
     assert window.send_button.isEnabled()
 
 

@@ -118,6 +118,11 @@ def cmd_build_model(args: argparse.Namespace) -> int:
         f"Built {result.folder} in {result.seconds:.1f} s: {human_bytes(result.bytes_on_disk)} on disk, "
         f"{result.precision} layers{fitted}, {result.head_precision} embedding/head, {result.style} graph{prefill}"
     )
+    if args.timings:
+        width = max(len(name) for name, _ in result.phases)
+        for name, seconds in result.phases:
+            share = 100 * seconds / result.seconds if result.seconds else 0.0
+            print(f"  {name:<{width}}  {seconds:7.1f} s  {share:4.0f} %")
     return 0
 
 
@@ -288,6 +293,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="4-bit weights: fitted to a calibration text (default gptq: fewer bytes per token, a few "
         "minutes more to build) or rounded block by block (plain)",
     )
+    p.add_argument("--timings", action="store_true", help="print the seconds each phase of the build took")
     p.set_defaults(func=cmd_build_model)
 
     p = sub.add_parser("make-tiny-model", help="write a tiny random Qwen2 model (for tests and smoke tests)")

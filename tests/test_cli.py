@@ -138,9 +138,12 @@ def test_sweep_threads_names_the_fastest(tiny_model_dir):
 def test_build_model_then_chat_end_to_end(tmp_path):
     src = tmp_path / "t.gguf"
     assert cli("make-tiny-model", str(src)).returncode == 0
-    r = cli("build-model", str(src), str(tmp_path / "m"))
+    r = cli("build-model", str(src), str(tmp_path / "m"), "--timings")
     assert r.returncode == 0, r.stderr
     assert "Built" in r.stdout and "int4" in r.stdout
+    # --timings: one line per phase, in the order they ran, with seconds and a share of the whole
+    phases = [line.split()[0] for line in r.stdout.splitlines()[1:]]
+    assert phases[:3] == ["reading", "calibration", "decode"] and "prefill" in phases and "output" in phases
     r = cli("chat", "--model", str(tmp_path / "m"), "--prompt", "hi", "--max-tokens", "4", "--seed", "1")
     assert r.returncode == 0 and r.stdout.strip()
 

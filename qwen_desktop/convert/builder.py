@@ -65,6 +65,28 @@ class BuildResult:
     style: str
     prefill_precision: str | None = None
     fit: str = "plain"
+    # seconds per phase, in the order they ran: reading, calibration, decode graph, prefill graph, …
+    phases: tuple[tuple[str, float], ...] = ()
+
+
+class _PhaseClock:
+    """Seconds spent in each phase of a build (``build-model --timings``); a phase entered twice (writing
+    each graph) adds up."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self._name = ""
+        self._since = time.monotonic()
+
+    def start(self, name: str) -> None:
+        now = time.monotonic()
+        if self._name:
+            self.seconds[self._name] = self.seconds.get(self._name, 0.0) + now - self._since
+        self._name, self._since = name, now
+
+    def stop(self) -> tuple[tuple[str, float], ...]:
+        self.start("")
+        return tuple(self.seconds.items())
 
 
 PREFILL_PRECISIONS = ("w8a8", "none")
@@ -183,13 +205,24 @@ def build_model(
         raise OutputError(f"{out} already exists; choose a new folder name (nothing was overwritten)")
     if progress:
         progress("reading", 0, 1)
+    clock = _PhaseClock()
+    clock.start("reading")
     source = open_source(Path(src))
     try:
         check_tensors(source)
         tmp = _prepare_output(out)
         try:
             used_fit = _write_folder(
-                source, tmp, precision, head_precision, style, prefill_precision, kv_layout, fit, progress
+                source,
+                tmp,
+                precision,
+                head_precision,
+                style,
+                prefill_precision,
+                kv_layout,
+                fit,
+                progress,
+                clock,
             )
             tmp.rename(out)
         except OSError as exc:
@@ -202,7 +235,15 @@ def build_model(
         source.close()
     size = sum(p.stat().st_size for p in out.iterdir())
     return BuildResult(
-        out, time.monotonic() - started, size, precision, head_precision, style, prefill_precision, used_fit
+        out,
+        time.monotonic() - started,
+        size,
+        precision,
+        head_precision,
+        style,
+        prefill_precision,
+        used_fit,
+        clock.stop(),
     )
 
 
@@ -256,10 +297,12 @@ def _write_folder(
     kv_layout: str,
     fit: str,
     progress: Progress | None,
+    clock: _PhaseClock,
 ) -> str:
     """Write the folder's files into ``tmp``; returns the weight fit used (``gptq`` or ``plain``)."""
     cfg = source.config
     fitted_layers = style == "fast" and precision == "int4"  # what a fit applies to
+    clock.start("calibration")
     calibration = _calibration(source, progress) if fit == "gptq" and fitted_layers else None
     used_fit = "gptq" if calibration is not None else "plain"
     graphs = [(MODEL_FILE, precision)]
@@ -270,6 +313,7 @@ def _write_folder(
     split_head = len(graphs) > 1
     for index, (name, layers) in enumerate(graphs):
         step = _graph_progress(progress, index, len(graphs), "prefill graph: " if index else "")
+        clock.start("prefill graph" if index else "decode graph")
         model = build_graph(
             cfg,
             source.tensor,
@@ -283,13 +327,19 @@ def _write_folder(
         )
         if progress:
             progress("writing", 0, 1)
+        clock.start("writing")
         _save_graph(model, tmp / name)
         del model
     if split_head:
         if progress:
             progress("output head", 0, 1)
-        _save_graph(build_head_graph(cfg, source.tensor, head_precision, calibration), tmp / HEAD_FILE)
+        clock.start("output head")
+        head = build_head_graph(cfg, source.tensor, head_precision, calibration)
+        clock.start("writing")
+        _save_graph(head, tmp / HEAD_FILE)
+        del head
     del calibration
+    clock.start("tokenizer and manifest")
     (tmp / TOKENIZER_FILE).write_text(with_string_merges(source.tokenizer.tokenizer_json), encoding="utf-8")
     if progress:
         progress("checksum", 0, 1)

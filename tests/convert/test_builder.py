@@ -355,9 +355,21 @@ def _weights_of(path):
 
 def test_progress_reports_every_layer(tmp_path, tiny_gguf):
     seen = []
-    build_model(
+    result = build_model(
         tiny_gguf, tmp_path / "m", progress=lambda stage, done, total: seen.append((stage, done, total))
     )
+    # the phases' seconds, each phase once, add up to the build's time (less what runs before and after)
+    names = [name for name, _ in result.phases]
+    assert names == [
+        "reading",
+        "calibration",
+        "decode graph",
+        "writing",
+        "prefill graph",
+        "output head",
+        "tokenizer and manifest",
+    ]
+    assert 0 < sum(seconds for _, seconds in result.phases) <= result.seconds
     stages = [s for s, _, _ in seen]
     assert "layer 1/2" in stages and "layer 2/2" in stages and stages[-1] == "done"
     assert "prefill graph: layer 2/2" in stages

@@ -311,6 +311,7 @@ def _write_folder(
     # With two decoder graphs the output head is a third graph that both feed, so its packed weights are
     # loaded once (docs/models.md).
     split_head = len(graphs) > 1
+    shared: dict[str, Any] = {}  # the embedding, quantized once for both graphs
     for index, (name, layers) in enumerate(graphs):
         step = _graph_progress(progress, index, len(graphs), "prefill graph: " if index else "")
         clock.start("prefill graph" if index else "decode graph")
@@ -324,6 +325,7 @@ def _write_folder(
             split_head=split_head,
             kv_layout=kv_layout,
             calibration=calibration if layers == "int4" else None,
+            shared=shared,
         )
         if progress:
             progress("writing", 0, 1)
@@ -338,7 +340,7 @@ def _write_folder(
         clock.start("writing")
         _save_graph(head, tmp / HEAD_FILE)
         del head
-    del calibration
+    del calibration, shared
     clock.start("tokenizer and manifest")
     (tmp / TOKENIZER_FILE).write_text(with_string_merges(source.tokenizer.tokenizer_json), encoding="utf-8")
     if progress:

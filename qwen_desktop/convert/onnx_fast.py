@@ -34,13 +34,18 @@ class FastWriter(LayerWriter):
 
     def _embedding_fast(self) -> str:
         g = self.g
-        emb = self.fetch(EMBED)  # [vocab, hidden]
         if self.head_precision == "fp32":
+            emb = self.fetch(EMBED)  # [vocab, hidden]
             return g.op1("Gather", [g.init("embed_tokens.weight", emb), "input_ids"], "embed/Gather")
         bits = 4 if self.head_precision == "int4" else 8
-        return self._gather_rows(
-            emb, "input_ids", bits, BLOCK_SIZE, "embed_tokens", "embed/GatherBlockQuantized"
-        )
+        # the decode and prefill graphs of a build store the same quantized embedding: quantize it once
+        key = f"embed_tokens/{bits}"
+        q = self.shared.get(key) if self.shared is not None else None
+        if q is None:
+            q = self._quantize(self.fetch(EMBED), bits, BLOCK_SIZE, "embed_tokens")
+            if self.shared is not None:
+                self.shared[key] = q
+        return self._gather_quantized(q, "input_ids", "embed_tokens", "embed/GatherBlockQuantized")
 
     # -- attention -------------------------------------------------------------------------------------------
     def _attention_inputs(self) -> dict[str, str]:

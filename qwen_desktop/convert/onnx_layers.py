@@ -127,6 +127,7 @@ class LayerWriter:
         split_head: bool = False,
         kv_layout: str = "views",
         calibration: Mapping[str, np.ndarray] | None = None,
+        shared: dict[str, BlockQuantized] | None = None,
     ) -> None:
         if precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {PRECISIONS}")
@@ -145,6 +146,8 @@ class LayerWriter:
         # inputs [tokens, K] of the linear layers on the calibration text, by name: 4-bit weights are
         # fitted to them (quant.quantize_gptq); without them, the plain fit and smaller blocks
         self.calibration = calibration
+        # quantized tensors that two graphs of one build store alike (the embedding), made once
+        self.shared = shared
         self.g = Graph()
         self._constants: dict[str, str] = {}
         self._rows = "input_ids"  # what the int8 layers' row count comes from (see _rows_zero_point)
@@ -404,12 +407,16 @@ class LayerWriter:
         ``[*ids.shape, K]`` floats. The head's rows (``lm_head``) are dot products, so they are fitted to
         the calibration states as a linear layer is; the embedding's are looked up, have no calibration
         inputs, and keep the plain fit."""
+        return self._gather_quantized(self._quantize(w, bits, block_size, base), ids, base, node)
+
+    def _gather_quantized(self, q: BlockQuantized, ids: str, base: str, node: str) -> str:
+        """``_gather_rows`` of rows already quantized."""
         g = self.g
-        q = self._quantize(w, bits, block_size, base)
+        bits, block_size = q.bits, q.block_size
         return g.op1(
             "GatherBlockQuantized",
             [
-                g.init(f"{base}.qweight", q.packed.reshape(w.shape[0], -1)),  # [rows, K * bits / 8]
+                g.init(f"{base}.qweight", q.packed.reshape(q.n, -1)),  # [rows, K * bits / 8]
                 ids,
                 g.init(f"{base}.scales", q.scales),  # [rows, K / block]
                 g.init(f"{base}.zero_points", q.zero_points),

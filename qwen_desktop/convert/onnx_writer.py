@@ -63,12 +63,14 @@ def build_graph(
     split_head: bool = False,
     kv_layout: str = "views",
     calibration: Mapping[str, np.ndarray] | None = None,
+    shared: dict[str, BlockQuantized] | None = None,
 ) -> onnx.ModelProto:
     """Build the ONNX model of a Qwen2 decoder whose tensors ``fetch(name)`` returns (HF names, float32).
 
     With ``split_head`` (fast style only) the graph outputs the final-norm ``hidden`` states of the kept
     positions instead of logits, for a separate head graph (``build_head_graph``). With ``calibration``
-    (``calibration.layer_inputs``) the fast style's 4-bit layers are fitted to those activations.
+    (``calibration.layer_inputs``) the fast style's 4-bit layers are fitted to those activations. Graphs
+    of one build given the same ``shared`` dict quantize the tensors they store alike (the embedding) once.
     """
     if split_head and style != "fast":
         raise ValueError("split_head needs the fast style")
@@ -76,7 +78,7 @@ def build_graph(
     if style not in writers:
         raise ValueError(f"style must be one of {STYLES}")
     writer = writers[style](
-        cfg, fetch, precision, head_precision, progress, split_head, kv_layout, calibration
+        cfg, fetch, precision, head_precision, progress, split_head, kv_layout, calibration, shared
     )
     return writer.build()
 

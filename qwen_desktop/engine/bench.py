@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from qwen_desktop.engine.chat import ChatEngine
+from qwen_desktop.engine.errors import ModelError
 from qwen_desktop.engine.generate import (
     GREEDY,
     Finished,
@@ -347,9 +348,22 @@ def sweep_threads(
     return result
 
 
+def sweep_key(folder: Path | str) -> str:
+    """A model folder's name for its thread measurements: its folder name, precision and source checksum, so
+    a rebuilt or replaced model is measured anew. Never raises (a folder it cannot read is named by path)."""
+    folder = Path(folder)
+    try:
+        files = load_model_files(folder)
+    except ModelError:
+        return str(folder)
+    sources = files.manifest.get("source", {}).get("files", []) if isinstance(files.manifest, dict) else []
+    digest = next((str(f.get("sha256", "")) for f in sources if isinstance(f, dict)), "")
+    return f"{folder.name} · {files.precision} · {digest[:16]}"
+
+
 def fastest(sweep: dict[int, float]) -> int:
     """The thread count with the best decode speed; ties go to fewer threads (they leave the UI a core)."""
     return min(sweep, key=lambda n: (-round(sweep[n], 1), n))
 
 
-__all__ = ["GREEDY", "BenchResult", "fastest", "run_bench", "sweep_threads"]
+__all__ = ["GREEDY", "BenchResult", "fastest", "run_bench", "sweep_key", "sweep_threads"]

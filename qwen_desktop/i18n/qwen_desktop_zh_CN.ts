@@ -294,376 +294,376 @@
 <context>
     <name>MainWindow</name>
     <message>
-        <location filename="../ui/main_window.py" line="123"/>
+        <location filename="../ui/main_window.py" line="132"/>
         <source>Qwen Desktop</source>
         <translation>Qwen 桌面版</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="159"/>
-        <location filename="../ui/main_window.py" line="160"/>
-        <location filename="../ui/main_window.py" line="322"/>
-        <location filename="../ui/main_window.py" line="505"/>
-        <location filename="../ui/main_window.py" line="627"/>
-        <location filename="../ui/main_window.py" line="639"/>
+        <location filename="../ui/main_window.py" line="169"/>
+        <location filename="../ui/main_window.py" line="170"/>
+        <location filename="../ui/main_window.py" line="332"/>
+        <location filename="../ui/main_window.py" line="565"/>
+        <location filename="../ui/main_window.py" line="687"/>
+        <location filename="../ui/main_window.py" line="699"/>
         <source>New chat</source>
         <translation>新对话</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="164"/>
+        <location filename="../ui/main_window.py" line="174"/>
         <source>Conversations</source>
         <translation>对话列表</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="168"/>
-        <location filename="../ui/main_window.py" line="514"/>
+        <location filename="../ui/main_window.py" line="178"/>
+        <location filename="../ui/main_window.py" line="574"/>
         <source>Rename</source>
         <translation>重命名</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="169"/>
+        <location filename="../ui/main_window.py" line="179"/>
         <source>Rename conversation</source>
         <translation>重命名对话</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="171"/>
-        <location filename="../ui/main_window.py" line="537"/>
+        <location filename="../ui/main_window.py" line="181"/>
+        <location filename="../ui/main_window.py" line="597"/>
         <source>Delete</source>
         <translation>删除</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="172"/>
-        <location filename="../ui/main_window.py" line="530"/>
+        <location filename="../ui/main_window.py" line="182"/>
+        <location filename="../ui/main_window.py" line="590"/>
         <source>Delete conversation</source>
         <translation>删除对话</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="178"/>
+        <location filename="../ui/main_window.py" line="188"/>
         <source>Models…</source>
         <translation>模型…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="179"/>
+        <location filename="../ui/main_window.py" line="189"/>
         <source>Models</source>
         <translation>模型</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="182"/>
+        <location filename="../ui/main_window.py" line="192"/>
         <source>Settings…</source>
         <translation>设置…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="183"/>
-        <location filename="../ui/main_window.py" line="325"/>
+        <location filename="../ui/main_window.py" line="193"/>
+        <location filename="../ui/main_window.py" line="335"/>
         <source>Settings</source>
         <translation>设置</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="196"/>
+        <location filename="../ui/main_window.py" line="206"/>
         <source>Problem</source>
         <translation>问题</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="199"/>
+        <location filename="../ui/main_window.py" line="209"/>
         <source>Choose a model…</source>
         <translation>选择模型…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="200"/>
+        <location filename="../ui/main_window.py" line="210"/>
         <source>Choose a model</source>
         <translation>选择模型</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="203"/>
+        <location filename="../ui/main_window.py" line="213"/>
         <source>Dismiss</source>
         <translation>关闭</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="204"/>
+        <location filename="../ui/main_window.py" line="214"/>
         <source>Dismiss the message</source>
         <translation>关闭此提示</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="222"/>
+        <location filename="../ui/main_window.py" line="232"/>
         <source>Editing notice</source>
         <translation>编辑提示</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="227"/>
+        <location filename="../ui/main_window.py" line="237"/>
         <source>Context warning</source>
         <translation>上下文警告</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="236"/>
+        <location filename="../ui/main_window.py" line="246"/>
         <source>Message</source>
         <translation>消息</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="237"/>
+        <location filename="../ui/main_window.py" line="247"/>
         <source>Ask anything — Enter sends, Shift+Enter adds a line</source>
         <translation>随便问——回车发送，Shift+回车换行</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="242"/>
+        <location filename="../ui/main_window.py" line="252"/>
         <source>Send</source>
         <translation>发送</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="243"/>
+        <location filename="../ui/main_window.py" line="253"/>
         <source>Send message</source>
         <translation>发送消息</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="245"/>
-        <location filename="../ui/main_window.py" line="324"/>
+        <location filename="../ui/main_window.py" line="255"/>
+        <location filename="../ui/main_window.py" line="334"/>
         <source>Stop</source>
         <translation>停止</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="246"/>
+        <location filename="../ui/main_window.py" line="256"/>
         <source>Stop the answer</source>
         <translation>停止回答</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="261"/>
+        <location filename="../ui/main_window.py" line="271"/>
         <source>Starting…</source>
         <translation>正在启动…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="262"/>
+        <location filename="../ui/main_window.py" line="272"/>
         <source>Status</source>
         <translation>状态</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="267"/>
+        <location filename="../ui/main_window.py" line="277"/>
         <source>Answer speed</source>
         <translation>回答速度</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="270"/>
+        <location filename="../ui/main_window.py" line="280"/>
         <source>Local server</source>
         <translation>本地服务器</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="274"/>
+        <location filename="../ui/main_window.py" line="284"/>
         <source>Context used</source>
         <translation>已用上下文</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="277"/>
-        <location filename="../ui/main_window.py" line="796"/>
+        <location filename="../ui/main_window.py" line="287"/>
+        <location filename="../ui/main_window.py" line="859"/>
         <source>context: –</source>
         <translation>上下文：–</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="286"/>
+        <location filename="../ui/main_window.py" line="296"/>
         <source>&lt;h2&gt;Welcome to Qwen Desktop&lt;/h2&gt;</source>
         <translation>&lt;h2&gt;欢迎使用 Qwen 桌面版&lt;/h2&gt;</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="291"/>
+        <location filename="../ui/main_window.py" line="301"/>
         <source>Qwen Desktop answers with a language model that runs on this computer; nothing leaves it.&lt;br&gt;To start, import a Qwen2.5 model you have on disk: a &lt;b&gt;GGUF file&lt;/b&gt; (as used by LM Studio, Ollama and llama.cpp) or a &lt;b&gt;Hugging Face folder&lt;/b&gt; (config.json, *.safetensors, tokenizer.json). It is converted once; a 0.5B model takes about six minutes on two cores.&lt;br&gt;&lt;br&gt;Or download one from the Models page (the only time the app uses the network).</source>
         <translation>Qwen 桌面版使用在这台电脑上运行的语言模型回答问题，任何内容都不会离开本机。&lt;br&gt;开始之前，请导入磁盘上已有的 Qwen2.5 模型：&lt;b&gt;GGUF 文件&lt;/b&gt;（LM Studio、Ollama 和 llama.cpp 使用的格式）或 &lt;b&gt;Hugging Face 文件夹&lt;/b&gt;（config.json、*.safetensors、tokenizer.json）。模型只需转换一次，在双核电脑上 0.5B 模型大约需要六分钟。&lt;br&gt;&lt;br&gt;也可以在“模型”页面下载（这是应用唯一使用网络的地方）。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="304"/>
+        <location filename="../ui/main_window.py" line="314"/>
         <source>Import or download a model…</source>
         <translation>导入或下载模型…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="305"/>
+        <location filename="../ui/main_window.py" line="315"/>
         <source>Open the models page</source>
         <translation>打开模型页面</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="399"/>
+        <location filename="../ui/main_window.py" line="433"/>
         <source>Ready · %1 · %2</source>
         <translation>就绪 · %1 · %2</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="404"/>
+        <location filename="../ui/main_window.py" line="438"/>
         <source>%1
 Loaded in %2 s, warmed up in %3 s</source>
         <translation>%1
 加载用时 %2 秒，预热用时 %3 秒</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="431"/>
+        <location filename="../ui/main_window.py" line="459"/>
         <source>1 thread</source>
         <translation>1 个线程</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="431"/>
+        <location filename="../ui/main_window.py" line="459"/>
         <source>%1 threads</source>
         <translation>%1 个线程</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="461"/>
+        <location filename="../ui/main_window.py" line="521"/>
         <source>Switching to %1…</source>
         <translation>正在切换到 %1…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="835"/>
+        <location filename="../ui/main_window.py" line="898"/>
         <source>System prompt: %1 · history and message: %2 · kept for the reply: %3</source>
         <translation>系统提示：%1 · 历史与消息：%2 · 为回答保留：%3</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="939"/>
+        <location filename="../ui/main_window.py" line="1007"/>
         <source>The local server could not start on port %1: %2</source>
         <translation>本地服务器无法在端口 %1 上启动：%2</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="953"/>
+        <location filename="../ui/main_window.py" line="1021"/>
         <source>API %1</source>
         <translation>API %1</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="955"/>
+        <location filename="../ui/main_window.py" line="1023"/>
         <source>API request running… (%1)</source>
         <translation>API 请求进行中…（%1）</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="958"/>
+        <location filename="../ui/main_window.py" line="1026"/>
         <source>Apps on this computer can use the model at %1/v1 (OpenAI-compatible).</source>
         <translation>本机上的应用可以通过 %1/v1 使用此模型（兼容 OpenAI）。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="967"/>
+        <location filename="../ui/main_window.py" line="1035"/>
         <source>Waiting for an API request to finish…</source>
         <translation>正在等待 API 请求完成…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="300"/>
+        <location filename="../ui/main_window.py" line="310"/>
         <source>Welcome text</source>
         <translation>欢迎说明</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="104"/>
+        <location filename="../ui/main_window.py" line="106"/>
         <source>Chats cannot be saved this time: %1</source>
         <translation>本次无法保存对话：%1</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="323"/>
+        <location filename="../ui/main_window.py" line="333"/>
         <source>Focus the message box</source>
         <translation>转到输入框</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="326"/>
+        <location filename="../ui/main_window.py" line="336"/>
         <source>Copy the last answer</source>
         <translation>复制最后一条回答</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="368"/>
+        <location filename="../ui/main_window.py" line="392"/>
         <source>No model yet</source>
         <translation>尚无模型</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="380"/>
-        <location filename="../ui/main_window.py" line="389"/>
+        <location filename="../ui/main_window.py" line="404"/>
+        <location filename="../ui/main_window.py" line="413"/>
         <source>Loading model…</source>
         <translation>正在加载模型…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="388"/>
+        <location filename="../ui/main_window.py" line="412"/>
         <source>Reading model folder…</source>
         <translation>正在读取模型文件夹…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="390"/>
+        <location filename="../ui/main_window.py" line="414"/>
         <source>Warming up…</source>
         <translation>正在预热…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="421"/>
+        <location filename="../ui/main_window.py" line="449"/>
         <source>The model could not be loaded: %1</source>
         <translation>无法加载模型：%1</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="422"/>
+        <location filename="../ui/main_window.py" line="450"/>
         <source>No model loaded</source>
         <translation>未加载模型</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="438"/>
+        <location filename="../ui/main_window.py" line="482"/>
         <source>Measuring the best thread count…</source>
         <translation>正在测量最佳线程数…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="444"/>
+        <location filename="../ui/main_window.py" line="492"/>
         <source>Measuring the best thread count… %1/%2</source>
         <translation>正在测量最佳线程数… %1/%2</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="514"/>
+        <location filename="../ui/main_window.py" line="574"/>
         <source>Title:</source>
         <translation>标题：</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="531"/>
+        <location filename="../ui/main_window.py" line="591"/>
         <source>Delete “%1” and all its messages? This cannot be undone.</source>
         <translation>删除“%1”及其全部消息？此操作无法撤销。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="538"/>
+        <location filename="../ui/main_window.py" line="598"/>
         <source>Delete the conversation</source>
         <translation>删除此对话</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="666"/>
+        <location filename="../ui/main_window.py" line="728"/>
         <source>waiting for the first token…</source>
         <translation>等待第一个词元…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="684"/>
+        <location filename="../ui/main_window.py" line="746"/>
         <source>first token %1 s</source>
         <translation>首个词元 %1 秒</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="698"/>
+        <location filename="../ui/main_window.py" line="760"/>
         <source>first token %1 s · %2 tokens/s</source>
         <translation>首个词元 %1 秒 · %2 词元/秒</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="712"/>
+        <location filename="../ui/main_window.py" line="774"/>
         <source>first token %1 s · %2 tokens/s · %3 tokens</source>
         <translation>首个词元 %1 秒 · %2 词元/秒 · %3 个词元</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="727"/>
+        <location filename="../ui/main_window.py" line="789"/>
         <source>The answer failed: %1</source>
         <translation>回答失败：%1</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="744"/>
+        <location filename="../ui/main_window.py" line="807"/>
         <source>This chat was changed outside this window while the answer was written: the answer or its chat no longer exists, so the answer was not kept.</source>
         <translation>回答写入期间，此对话在本窗口之外被更改：回答或其对话已不存在，因此未保留该回答。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="766"/>
+        <location filename="../ui/main_window.py" line="829"/>
         <source>Editing an earlier message. Sending starts a new version of the conversation from here; the old version is kept (use ‹ › on the message to switch). Esc cancels.</source>
         <translation>正在编辑之前的消息。发送后将从这里开始对话的新版本；旧版本会保留（用消息上的 ‹ › 切换）。按 Esc 取消。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="783"/>
+        <location filename="../ui/main_window.py" line="846"/>
         <source>Answer copied</source>
         <translation>已复制回答</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="832"/>
+        <location filename="../ui/main_window.py" line="895"/>
         <source>%1 / %2 tokens</source>
         <translation>%1 / %2 词元</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="843"/>
+        <location filename="../ui/main_window.py" line="906"/>
         <source>Sending this pushes the %1 oldest message(s) out of the context: the model will not see them.</source>
         <translation>发送后，最早的 %1 条消息将被移出上下文，模型将看不到它们。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="846"/>
+        <location filename="../ui/main_window.py" line="909"/>
         <source>A message is too long for the context and will be shortened in the middle.</source>
         <translation>有一条消息超出上下文长度，将从中间截短。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="910"/>
+        <location filename="../ui/main_window.py" line="978"/>
         <source>Applying settings…</source>
         <translation>正在应用设置…</translation>
     </message>
@@ -1066,280 +1066,300 @@ Loaded in %2 s, warmed up in %3 s</source>
 <context>
     <name>SettingsDialog</name>
     <message>
-        <location filename="../ui/settings_dialog.py" line="82"/>
         <location filename="../ui/settings_dialog.py" line="83"/>
+        <location filename="../ui/settings_dialog.py" line="84"/>
         <source>Settings</source>
         <translation>设置</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="96"/>
+        <location filename="../ui/settings_dialog.py" line="97"/>
         <source>Auto (fastest measured; %1 physical cores)</source>
         <translation>自动（实测最快；%1 个物理核心）</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="98"/>
+        <location filename="../ui/settings_dialog.py" line="99"/>
         <source>Auto (fastest measured)</source>
         <translation>自动（实测最快）</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="100"/>
+        <location filename="../ui/settings_dialog.py" line="103"/>
+        <source>Measured speeds</source>
+        <translation>测得的速度</translation>
+    </message>
+    <message>
+        <location filename="../ui/settings_dialog.py" line="107"/>
         <source>now %1</source>
         <translation>当前 %1</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="105"/>
+        <location filename="../ui/settings_dialog.py" line="109"/>
+        <source>%1 → %2 tokens/s</source>
+        <translation>%1 → 每秒 %2 个词元</translation>
+    </message>
+    <message>
+        <location filename="../ui/settings_dialog.py" line="113"/>
+        <source>Measured on this computer (threads → speed): %1</source>
+        <translation>在这台电脑上测得（线程数 → 速度）：%1</translation>
+    </message>
+    <message>
+        <location filename="../ui/settings_dialog.py" line="117"/>
+        <source>Auto measures the speed of each count once, when the app is idle.</source>
+        <translation>“自动”会在应用空闲时对每种线程数测一次速度。</translation>
+    </message>
+    <message>
+        <location filename="../ui/settings_dialog.py" line="123"/>
         <source>CPU threads</source>
         <translation>CPU 线程数</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="106"/>
+        <location filename="../ui/settings_dialog.py" line="124"/>
         <source>CPU threads:</source>
         <translation>CPU 线程数：</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="108"/>
+        <location filename="../ui/settings_dialog.py" line="127"/>
         <source>Context limit</source>
         <translation>上下文上限</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="110"/>
-        <location filename="../ui/settings_dialog.py" line="113"/>
+        <location filename="../ui/settings_dialog.py" line="129"/>
+        <location filename="../ui/settings_dialog.py" line="132"/>
         <source> tokens</source>
         <translation> 词元</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="111"/>
+        <location filename="../ui/settings_dialog.py" line="130"/>
         <source>Context limit:</source>
         <translation>上下文上限：</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="112"/>
+        <location filename="../ui/settings_dialog.py" line="131"/>
         <source>Maximum reply length</source>
         <translation>最长回答</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="114"/>
+        <location filename="../ui/settings_dialog.py" line="133"/>
         <source>Maximum reply length:</source>
         <translation>最长回答：</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="115"/>
+        <location filename="../ui/settings_dialog.py" line="134"/>
         <source>Temperature</source>
         <translation>温度</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="116"/>
+        <location filename="../ui/settings_dialog.py" line="135"/>
         <source>Temperature:</source>
         <translation>温度：</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="117"/>
+        <location filename="../ui/settings_dialog.py" line="136"/>
         <source>Top-p</source>
         <translation>Top-p</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="118"/>
+        <location filename="../ui/settings_dialog.py" line="137"/>
         <source>Top-p:</source>
         <translation>Top-p：</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="119"/>
+        <location filename="../ui/settings_dialog.py" line="138"/>
         <source>Top-k</source>
         <translation>Top-k</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="120"/>
+        <location filename="../ui/settings_dialog.py" line="139"/>
         <source>off</source>
         <translation>关闭</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="121"/>
+        <location filename="../ui/settings_dialog.py" line="140"/>
         <source>Top-k:</source>
         <translation>Top-k：</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="122"/>
+        <location filename="../ui/settings_dialog.py" line="141"/>
         <source>Repetition penalty</source>
         <translation>重复惩罚</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="123"/>
+        <location filename="../ui/settings_dialog.py" line="142"/>
         <source>Repetition penalty:</source>
         <translation>重复惩罚：</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="124"/>
+        <location filename="../ui/settings_dialog.py" line="143"/>
         <source>Seed</source>
         <translation>随机种子</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="125"/>
+        <location filename="../ui/settings_dialog.py" line="144"/>
         <source>random</source>
         <translation>随机</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="126"/>
+        <location filename="../ui/settings_dialog.py" line="145"/>
         <source>Seed:</source>
         <translation>随机种子：</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="129"/>
+        <location filename="../ui/settings_dialog.py" line="148"/>
         <source>System prompt</source>
         <translation>系统提示</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="131"/>
+        <location filename="../ui/settings_dialog.py" line="150"/>
         <source>System prompt:</source>
         <translation>系统提示：</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="135"/>
-        <location filename="../ui/settings_dialog.py" line="146"/>
+        <location filename="../ui/settings_dialog.py" line="154"/>
+        <location filename="../ui/settings_dialog.py" line="165"/>
         <source>Same as the system</source>
         <translation>跟随系统</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="136"/>
+        <location filename="../ui/settings_dialog.py" line="155"/>
         <source>Light</source>
         <translation>浅色</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="137"/>
+        <location filename="../ui/settings_dialog.py" line="156"/>
         <source>Dark</source>
         <translation>深色</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="141"/>
+        <location filename="../ui/settings_dialog.py" line="160"/>
         <source>Theme</source>
         <translation>主题</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="142"/>
+        <location filename="../ui/settings_dialog.py" line="161"/>
         <source>Theme:</source>
         <translation>主题：</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="148"/>
+        <location filename="../ui/settings_dialog.py" line="167"/>
         <source>Language (applies at the next start)</source>
         <translation>语言（下次启动时生效）</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="149"/>
+        <location filename="../ui/settings_dialog.py" line="168"/>
         <source>Language (next start):</source>
         <translation>语言（下次启动）：</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="153"/>
+        <location filename="../ui/settings_dialog.py" line="172"/>
         <source>Model in use</source>
         <translation>使用的模型</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="162"/>
+        <location filename="../ui/settings_dialog.py" line="181"/>
         <source>Import from disk…</source>
         <translation>从磁盘导入…</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="163"/>
+        <location filename="../ui/settings_dialog.py" line="182"/>
         <source>Import a model from disk</source>
         <translation>从磁盘导入模型</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="165"/>
+        <location filename="../ui/settings_dialog.py" line="184"/>
         <source>GGUF file…</source>
         <translation>GGUF 文件…</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="166"/>
+        <location filename="../ui/settings_dialog.py" line="185"/>
         <source>Hugging Face folder…</source>
         <translation>Hugging Face 文件夹…</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="170"/>
+        <location filename="../ui/settings_dialog.py" line="189"/>
         <source>Model:</source>
         <translation>模型：</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="171"/>
+        <location filename="../ui/settings_dialog.py" line="190"/>
         <source>To download models, use the Models page.</source>
         <translation>要下载模型，请使用“模型”页面。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="176"/>
+        <location filename="../ui/settings_dialog.py" line="195"/>
         <source>Serve the model to other apps on this computer</source>
         <translation>向本机上的其他应用提供此模型</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="177"/>
+        <location filename="../ui/settings_dialog.py" line="196"/>
         <source>Local server</source>
         <translation>本地服务器</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="179"/>
+        <location filename="../ui/settings_dialog.py" line="198"/>
         <source>Local server:</source>
         <translation>本地服务器：</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="180"/>
+        <location filename="../ui/settings_dialog.py" line="199"/>
         <source>Local server port</source>
         <translation>本地服务器端口</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="181"/>
+        <location filename="../ui/settings_dialog.py" line="200"/>
         <source>Port:</source>
         <translation>端口：</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="183"/>
+        <location filename="../ui/settings_dialog.py" line="202"/>
         <source>none (any app on this computer may use it)</source>
         <translation>无（本机上的任何应用都可使用）</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="184"/>
+        <location filename="../ui/settings_dialog.py" line="203"/>
         <source>Local server API key</source>
         <translation>本地服务器 API 密钥</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="185"/>
+        <location filename="../ui/settings_dialog.py" line="204"/>
         <source>API key:</source>
         <translation>API 密钥：</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="188"/>
+        <location filename="../ui/settings_dialog.py" line="207"/>
         <source>Local server address</source>
         <translation>本地服务器地址</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="197"/>
+        <location filename="../ui/settings_dialog.py" line="216"/>
         <source>Apply settings</source>
         <translation>应用设置</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="198"/>
+        <location filename="../ui/settings_dialog.py" line="217"/>
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="209"/>
+        <location filename="../ui/settings_dialog.py" line="228"/>
         <source>OpenAI base URL %1/v1, chat page %1/</source>
         <translation>OpenAI 基础 URL %1/v1，聊天页面 %1/</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="211"/>
+        <location filename="../ui/settings_dialog.py" line="230"/>
         <source>Off: nothing listens on the network.</source>
         <translation>关闭：不在网络上监听任何端口。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="257"/>
+        <location filename="../ui/settings_dialog.py" line="276"/>
         <source>Import a GGUF file</source>
         <translation>导入 GGUF 文件</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="257"/>
+        <location filename="../ui/settings_dialog.py" line="276"/>
         <source>GGUF models (*.gguf)</source>
         <translation>GGUF 模型 (*.gguf)</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="265"/>
+        <location filename="../ui/settings_dialog.py" line="284"/>
         <source>Import a Hugging Face folder</source>
         <translation>导入 Hugging Face 文件夹</translation>
     </message>

@@ -40,6 +40,8 @@ from qwen_desktop.storage import paths
 from qwen_desktop.storage.chats import DEFAULT_TITLE, ChatStore, Message, open_chat_store, title_from_text
 from qwen_desktop.storage.errors import DamagedChatError, NotFoundError, StorageError
 from qwen_desktop.storage.settings import Settings, load_settings, save_settings
+from qwen_desktop.storage.thread_sweeps import FILE_NAME as THREAD_SWEEPS_FILE
+from qwen_desktop.storage.thread_sweeps import ThreadSweeps
 from qwen_desktop.ui.chat_view import Branch, ChatView
 from qwen_desktop.ui.markdown_render import render_markdown, render_plain, reveal_bidi
 from qwen_desktop.ui.theme import apply_theme
@@ -113,6 +115,13 @@ class MainWindow(QMainWindow):
         self._first_token_at = 0.0
         self._ttft = 0.0
         self._sweeping = False
+        # "Auto" threads: measured once per machine and model, at idle, never in front of the user
+        self.thread_sweeps = ThreadSweeps(paths.cache_dir() / THREAD_SWEEPS_FILE)
+        self._sweep_pending = False
+        self._sweep_idle = QTimer(self)
+        self._sweep_idle.setSingleShot(True)
+        self._sweep_idle.setInterval(self.SWEEP_IDLE_MS)
+        self._sweep_idle.timeout.connect(self._sweep_when_idle)
         self._closing = False
         self._plan_request = 0  # the newest context-meter count asked for
         self.last_plan: ContextPlan | None = None
@@ -140,6 +149,7 @@ class MainWindow(QMainWindow):
         self.sync_server()
         self._meter_throttle = Throttle(self.update_meter, 250, self)
         self.composer.textChanged.connect(self._meter_throttle)
+        self.composer.textChanged.connect(self._restart_sweep_idle)
         self._update_controls()
         if load_model:
             if self.configured_model() is None:
@@ -354,11 +364,25 @@ class MainWindow(QMainWindow):
             return None
         return default.folder if default else None
 
-    def effective_threads(self) -> int:
-        """Threads to run with: the setting, or for Auto the benchmark's pick (0 = all cores until then)."""
+    def effective_threads(self, folder: Path | None = None) -> int:
+        """Threads to run with: the setting, or for Auto the count measured fastest for ``folder`` (the model
+        in use by default) on this machine, else the last pick (0 = all cores until one is measured)."""
         if self.settings.threads:
             return self.settings.threads
+        if folder is None and self.model_info is not None:
+            folder = self.model_info.folder
+        measured = self.measured_speeds(folder) if folder is not None else None
+        if measured:
+            from qwen_desktop.engine.bench import fastest  # onnxruntime: not imported before the window is up
+
+            return fastest(measured)
         return self.settings.auto_threads or 0
+
+    def measured_speeds(self, folder: Path) -> dict[int, float] | None:
+        """Decode tokens/s by thread count measured for the model in ``folder`` on this machine, if any."""
+        from qwen_desktop.engine.bench import sweep_key
+
+        return self.thread_sweeps.get(sweep_key(folder))
 
     def load_configured_model(self) -> None:
         """Start loading the configured model on the worker thread, or show the welcome page."""
@@ -379,7 +403,7 @@ class MainWindow(QMainWindow):
         self.pages.setCurrentWidget(self.chat_view)
         self.status_label.setText(self.tr("Loading model…"))
         self._update_controls()
-        self.bridge.load(folder, self.effective_threads(), self.settings.context_limit)
+        self.bridge.load(folder, self.effective_threads(folder), self.settings.context_limit)
 
     def _on_loading(self, what: str) -> None:
         if self._closing:
@@ -395,6 +419,16 @@ class MainWindow(QMainWindow):
         if self._closing:
             return
         self.model_info = info
+        self._show_ready(info)
+        self._update_controls()
+        self.update_meter()
+        render_markdown("Warm `up`.\n\n```python\nx = 1\n```\n")  # build the parser before the first answer
+        # Auto threads never measured for this model here: measure once the window has been idle a while
+        self._sweep_pending = self.settings.threads == 0 and self.measured_speeds(info.folder) is None
+        self._restart_sweep_idle()
+        emit(self.model_ready, info)
+
+    def _show_ready(self, info: ModelInfo) -> None:
         self.status_label.setText(
             self.tr("Ready · %1 · %2")
             .replace("%1", reveal_bidi(info.display_name or info.name))
@@ -406,12 +440,6 @@ class MainWindow(QMainWindow):
             .replace("%2", f"{info.load_seconds:.1f}")
             .replace("%3", f"{info.warmup_seconds:.1f}")
         )
-        self._update_controls()
-        self.update_meter()
-        render_markdown("Warm `up`.\n\n```python\nx = 1\n```\n")  # build the parser before the first answer
-        if self.settings.threads == 0 and self.settings.auto_threads is None:
-            self.run_thread_sweep()
-        emit(self.model_ready, info)
 
     def _on_load_failed(self, message: str) -> None:
         if self._closing:
@@ -430,14 +458,34 @@ class MainWindow(QMainWindow):
         count = count or os.cpu_count() or 1
         return self.tr("1 thread") if count == 1 else self.tr("%1 threads").replace("%1", str(count))
 
+    SWEEP_IDLE_MS = 20_000  # how long the window is left alone before "Auto" measures the thread counts
+
+    def _restart_sweep_idle(self) -> None:
+        """(Re)start the idle wait before a pending thread measurement: any use of the window pushes it back."""
+        if self._sweep_pending and not self._sweeping and not self._closing:
+            self._sweep_idle.start()
+
+    def _sweep_when_idle(self) -> None:
+        if not self._sweep_pending or self.bridge.busy or self._closing:
+            self._restart_sweep_idle()
+            return
+        self.run_thread_sweep()
+
     def run_thread_sweep(self) -> None:
-        """Measure decode speed for 1..cores threads on the worker and use the fastest ("Auto")."""
+        """Measure decode speed for 1..cores threads on the worker and use the fastest ("Auto"). Sending a
+        message meanwhile stops it (it runs again at the next idle time)."""
         if self.model_info is None or self._sweeping:
             return
         self._sweeping = True
+        self._sweep_pending = False
+        self._sweep_idle.stop()
         self.status_label.setText(self.tr("Measuring the best thread count…"))
         self._update_controls()
-        self.bridge.sweep(self.model_info.folder, list(range(1, (os.cpu_count() or 1) + 1)))
+        self.bridge.sweep(self.model_info.folder, self._sweep_counts())
+
+    @staticmethod
+    def _sweep_counts() -> list[int]:
+        return list(range(1, (os.cpu_count() or 1) + 1))
 
     def _on_sweep_progress(self, done: int, total: int) -> None:
         self.status_label.setText(
@@ -446,18 +494,30 @@ class MainWindow(QMainWindow):
             .replace("%2", str(total))
         )
 
-    def _on_sweep_done(self, result: dict[int, float]) -> None:
+    def _on_sweep_done(self, result: dict[int, float] | None) -> None:
         if self._closing:
             return
-        from qwen_desktop.engine.bench import fastest
+        from qwen_desktop.engine.bench import fastest, sweep_key
 
         self._sweeping = False
-        if not result:
+        info = self.model_info
+        result = dict(result or {})  # a measurement stopped before it began has no figures
+        if info is None or set(result) != set(self._sweep_counts()):  # stopped by a message: measure later
+            self._sweep_pending = info is not None and self.settings.threads == 0
+            self._restart_sweep_idle()
+            if info is not None and not self.bridge.busy:
+                self._show_ready(info)
             self._update_controls()
             return
+        with contextlib.suppress(StorageError):  # not saved: measured again next time
+            self.thread_sweeps.put(sweep_key(info.folder), result)
         best = fastest(result)
         self.settings = replace(self.settings, auto_threads=best)
         self._save_settings()
+        if best == info.threads or self.settings.threads != 0:
+            self._show_ready(info)
+            self._update_controls()
+            return
         self.status_label.setText(self.tr("Switching to %1…").replace("%1", self._threads(best)))
         self.bridge.reconfigure(best, self.settings.context_limit)
 
@@ -616,7 +676,7 @@ class MainWindow(QMainWindow):
 
     def can_send(self) -> bool:
         """A model is loaded, nothing else is running."""
-        return self.model_info is not None and not self.bridge.busy and not self._sweeping
+        return self.model_info is not None and not self.bridge.busy
 
     def send(self) -> None:
         """Send the composer's text (Enter): a new turn, or a new branch when editing."""
@@ -663,6 +723,8 @@ class MainWindow(QMainWindow):
         )
         self.streaming_id = answer.id
         self._tokens = 0
+        if self._sweeping:  # measuring threads gives way to the user: it runs again at the next idle time
+            self.bridge.cancel()
         self.speed_label.setText(self.tr("waiting for the first token…"))
         self.job_id = self.bridge.answer(messages, self.sampling(), answer.id)
         self.reload_messages()
@@ -727,6 +789,7 @@ class MainWindow(QMainWindow):
             self.show_banner(self.tr("The answer failed: %1").replace("%1", result.error or "?"))
         self._update_controls()
         self.update_meter()
+        self._restart_sweep_idle()
         emit(self.answer_finished, result)
 
     def _message_exists(self, message_id: int) -> bool:
@@ -856,7 +919,10 @@ class MainWindow(QMainWindow):
         """Open the settings dialog (Ctrl+,) and apply what changed."""
         from qwen_desktop.ui.settings_dialog import SettingsDialog
 
-        dialog = SettingsDialog(self.settings, self.installed_models(), self.bridge, self.models_dir(), self)
+        measured = self.measured_speeds(self.model_info.folder) if self.model_info is not None else None
+        dialog = SettingsDialog(
+            self.settings, self.installed_models(), self.bridge, self.models_dir(), self, measured=measured
+        )
         if dialog.exec():
             self.apply_settings(dialog.result_settings())
 
@@ -904,11 +970,13 @@ class MainWindow(QMainWindow):
         if model_changed and new.model_path:
             self.load_model(Path(new.model_path))
         elif self.model_info is not None:
-            if new.threads == 0 and old.threads != 0:
-                self.run_thread_sweep()
-            elif new.threads != old.threads or new.context_limit != old.context_limit:
+            self._sweep_pending = new.threads == 0 and self.measured_speeds(self.model_info.folder) is None
+            self._restart_sweep_idle()
+            threads = self.effective_threads()  # 0: all cores, until Auto has measured this model
+            threads_changed = threads != self.model_info.threads and (threads or new.threads != old.threads)
+            if threads_changed or new.context_limit != old.context_limit:
                 self.status_label.setText(self.tr("Applying settings…"))
-                self.bridge.reconfigure(self.effective_threads(), new.context_limit)
+                self.bridge.reconfigure(threads, new.context_limit)
         elif self.load_error is not None and new.model_path:
             self.load_model(Path(new.model_path))
         self.update_meter()
@@ -989,7 +1057,7 @@ class MainWindow(QMainWindow):
     def _update_controls(self) -> None:
         busy = self.bridge.busy
         self.send_button.setEnabled(self.can_send())
-        self.stop_button.setEnabled(busy or self._sweeping)
+        self.stop_button.setEnabled(busy)
         self.composer.setReadOnly(False)
         self.delete_button.setEnabled(self.conversation_id is not None and not busy)
         self.rename_button.setEnabled(self.conversation_id is not None)

@@ -77,6 +77,7 @@ class SettingsDialog(QDialog):
         bridge: EngineBridge | None,
         models_dir: Path,
         parent: QWidget | None = None,
+        measured: dict[int, float] | None = None,
     ) -> None:
         super().__init__(parent)
         self.setWindowTitle(self.tr("Settings"))
@@ -96,14 +97,32 @@ class SettingsDialog(QDialog):
             auto = self.tr("Auto (fastest measured; %1 physical cores)").replace("%1", str(phys))
         else:
             auto = self.tr("Auto (fastest measured)")
-        if settings.auto_threads:
-            auto += " — " + self.tr("now %1").replace("%1", str(settings.auto_threads))
+        # What Auto measured for the model in use on this computer (at idle, once; storage.thread_sweeps)
+        self.measured = QLabel()
+        self.measured.setWordWrap(True)
+        self.measured.setAccessibleName(self.tr("Measured speeds"))
+        if measured:
+            from qwen_desktop.engine.bench import fastest
+
+            auto += " — " + self.tr("now %1").replace("%1", str(fastest(measured)))
+            speeds = " · ".join(
+                self.tr("%1 → %2 tokens/s").replace("%1", str(n)).replace("%2", f"{measured[n]:.0f}")
+                for n in sorted(measured)
+            )
+            self.measured.setText(
+                self.tr("Measured on this computer (threads → speed): %1").replace("%1", speeds)
+            )
+        else:
+            self.measured.setText(
+                self.tr("Auto measures the speed of each count once, when the app is idle.")
+            )
         self.threads.addItem(auto, 0)
         for n in range(1, cpus + 1):
             self.threads.addItem(str(n), n)
         self.threads.setCurrentIndex(max(0, self.threads.findData(settings.threads)))
         self.threads.setAccessibleName(self.tr("CPU threads"))
         form.addRow(self.tr("CPU threads:"), self.threads)
+        form.addRow("", self.measured)
 
         self.context = self._spin(CONTEXT_MIN, CONTEXT_MAX, settings.context_limit, self.tr("Context limit"))
         self.context.setSingleStep(256)

@@ -111,3 +111,21 @@ def test_gguf_names_map_to_hugging_face_names():
     assert hf_name("blk.3.attn_q.bias") == "model.layers.3.self_attn.q_proj.bias"
     assert hf_name("blk.0.ffn_down.weight") == "model.layers.0.mlp.down_proj.weight"
     assert hf_name("rope_freqs.weight") is None
+
+
+@pytest.mark.parametrize("kind", [T.Q8_0, T.Q5_0, T.Q4_0, T.Q5_1, T.BF16, T.Q4_K, T.Q6_K])
+def test_gguf_tensors_dequantize_in_chunks_to_exactly_what_gguf_gives(monkeypatch, kind):
+    """The reader dequantizes many rows per call (gguf's own loop takes 16); the floats must not change,
+    also where a chunk ends mid-tensor."""
+    from qwen_desktop.convert import gguf_reader
+
+    monkeypatch.setattr(gguf_reader, "_DEQUANT_VALUES", 3 * 256 + 7)  # chunks of 3 rows of 256 values
+    rng = np.random.default_rng(int(kind))
+    if kind in (T.Q4_K, T.Q6_K):
+        data = _k_quant_bytes(37, 256, kind, seed=int(kind))
+    else:
+        data = quants.quantize(rng.standard_normal((37, 256)).astype(np.float32), kind)
+    want = np.asarray(quants.dequantize(data, kind), np.float32).reshape(37, 256)
+    got = gguf_reader._dequantize(data, kind)
+    assert got.shape == (37, 256) and got.dtype == np.float32
+    np.testing.assert_array_equal(got, want)

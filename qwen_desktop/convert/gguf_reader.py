@@ -235,7 +235,7 @@ def _dequantize(data: np.ndarray, qtype: Any) -> np.ndarray:
     """``gguf.quants.dequantize`` in large row chunks; the same floats, bit for bit."""
     from gguf import quants
 
-    kind = getattr(quants, getattr(qtype, "name", ""), None)  # Q8_0, Q5_0, Q4_K ... classes
+    kind: Any = getattr(quants, getattr(qtype, "name", ""), None)  # Q8_0, Q5_0, Q4_K ... classes
     rows_of = getattr(kind, "dequantize_rows", None)
     per_block = getattr(kind, "block_size", 0)
     type_size = getattr(kind, "type_size", 0)

@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "installer"))
 
-from smoke import SmokeError, check_chat, clean_env, smoke_test  # noqa: E402
+from smoke import SmokeError, check_bundled_first_run, check_version, clean_env, smoke_test  # noqa: E402
 
 from qwen_desktop import __version__  # noqa: E402
 
@@ -332,6 +332,21 @@ def build_tarball(bundle: Path, out_dir: Path, models: Path | None, fast: bool =
     return tarball
 
 
+def check_tarball(tarball: Path, with_model: bool) -> None:
+    """Unpack the tarball into a temporary folder: the desktop entry is there, the unpacked app runs, and with
+    a model inside it answers on a clean data folder with no import (the model found beside the executable)."""
+    with tempfile.TemporaryDirectory(prefix="qwen-desktop-untar-") as tmp:
+        with tarfile.open(tarball) as tar:
+            tar.extractall(Path(tmp) / "unpacked", filter="tar")
+        top = Path(tmp) / "unpacked" / f"{APP}-{__version__}"
+        if not (top / "share" / f"{APP}.desktop").is_file():
+            raise SmokeError(f"share/{APP}.desktop missing from {tarball.name}")
+        exe = top / APP
+        check_version(exe, clean_env(Path(tmp) / "home"))
+        if with_model:
+            check_bundled_model(exe, top / "models")
+
+
 def check_deb(deb: Path, with_model: bool) -> None:
     """Unpack the .deb into a temporary root (dpkg -x) and smoke-test the installed executable."""
     info = subprocess.run(["dpkg-deb", "--info", str(deb)], capture_output=True, text=True, check=True).stdout
@@ -360,12 +375,13 @@ def check_deb(deb: Path, with_model: bool) -> None:
 
 
 def check_bundled_model(exe: Path, models: Path) -> None:
+    """The installed app finds the bundled model by itself: a clean data folder, no import, an answer."""
     folders = [p for p in models.iterdir() if (p / "manifest.json").is_file()]
     if not folders:
         raise SmokeError(f"no model folder in {models}")
     with tempfile.TemporaryDirectory(prefix="qwen-desktop-smoke-") as tmp:
-        answer = check_chat(exe, clean_env(Path(tmp)), folders[0])
-    log(f"bundled model {folders[0].name} answers 'hi' with {answer!r}")
+        answer = check_bundled_first_run(exe, Path(tmp))
+    log(f"bundled model {folders[0].name}, found with no import, answers 'hi' with {answer!r}")
 
 
 def du_top(bundle: Path, count: int = 12) -> list[tuple[int, str]]:
@@ -445,6 +461,8 @@ def main(argv: Iterable[str] | None = None) -> int:
                 artefacts.append(build_tarball(BUNDLE, args.out, models, args.fast))
         if not args.skip_smoke:
             check_deb(deb, with_model=args.with_model is not None)
+            if len(artefacts) > 1:
+                check_tarball(artefacts[1], with_model=args.with_model is not None)
     except SmokeError as exc:
         print(f"build.py: smoke test FAILED: {exc}", file=sys.stderr)
         return 1

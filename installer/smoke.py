@@ -121,23 +121,31 @@ def build_tiny_model(exe: Path, env: dict[str, str], work: Path) -> Path:
     return folder
 
 
-def check_chat(exe: Path, env: dict[str, str], model: Path) -> str:
-    """One greedy answer through ONNX Runtime and tokenizers; a tiny random model answers nonsense, but answers."""
-    cmd = [
-        str(exe),
-        "chat",
-        "--model",
-        str(model),
-        "--prompt",
-        "hi",
-        "--temperature",
-        "0",
-        "--max-tokens",
-        "8",
-    ]
+def check_chat(exe: Path, env: dict[str, str], model: Path | None) -> str:
+    """One greedy answer through ONNX Runtime and tokenizers; a tiny random model answers nonsense, but answers.
+    ``model`` None: the app's own choice (the user's default, else a model that came with the app)."""
+    cmd = [str(exe), "chat", *(["--model", str(model)] if model else [])]
+    cmd += ["--prompt", "hi", "--temperature", "0", "--max-tokens", "8"]
     answer = run(cmd, env).stdout.strip()
     if not answer:
         raise SmokeError(f"{' '.join(cmd)}: empty answer")
+    return answer
+
+
+def check_bundled_first_run(exe: Path, work: Path) -> str:
+    """A build with a model inside (``models/`` beside ``exe``) on a clean data folder: the first ``chat``
+    answers with that model, ``models`` lists it as included, nothing was imported, and the window opens on it
+    (loading it on the worker thread) and closes cleanly. Returns the answer."""
+    env = clean_env(work / "home-bundled")
+    answer = check_chat(exe, env, None)
+    listing = run([str(exe), "models"], env).stdout
+    if "included with the app" not in listing:
+        raise SmokeError(f"`qwen-desktop models` does not list the bundled model:\n{listing}")
+    user_models = work / "home-bundled" / "models"
+    imported = [p.name for p in user_models.iterdir() if p.is_dir()] if user_models.is_dir() else []
+    if imported:
+        raise SmokeError(f"the first run copied models into the data folder: {imported}")
+    check_window(exe, env, quit_after_ms=1500)
     return answer
 
 

@@ -816,7 +816,7 @@ Loaded in %2 s, warmed up in %3 s</source>
     </message>
     <message>
         <location filename="../ui/models_dialog.py" line="141"/>
-        <location filename="../ui/models_dialog.py" line="316"/>
+        <location filename="../ui/models_dialog.py" line="323"/>
         <source>Installed</source>
         <translation>已安装</translation>
     </message>
@@ -918,7 +918,7 @@ Loaded in %2 s, warmed up in %3 s</source>
     </message>
     <message>
         <location filename="../ui/models_dialog.py" line="186"/>
-        <location filename="../ui/models_dialog.py" line="323"/>
+        <location filename="../ui/models_dialog.py" line="330"/>
         <source>Download</source>
         <translation>下载</translation>
     </message>
@@ -983,82 +983,97 @@ Loaded in %2 s, warmed up in %3 s</source>
         <translation>（已损坏：请删除或重新导入）</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="276"/>
+        <location filename="../ui/models_dialog.py" line="278"/>
+        <source>Included with the app</source>
+        <translation>随应用附带</translation>
+    </message>
+    <message>
+        <location filename="../ui/models_dialog.py" line="280"/>
+        <source>Included with the app, in %1 (read-only: it cannot be deleted)</source>
+        <translation>随应用附带，位于 %1（只读：不能删除）</translation>
+    </message>
+    <message>
+        <location filename="../ui/models_dialog.py" line="283"/>
         <source>The default: opened when the app starts</source>
         <translation>默认：应用启动时打开</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="321"/>
+        <location filename="../ui/models_dialog.py" line="328"/>
         <source>Resume (%1 kept)</source>
         <translation>继续（已保留 %1）</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="326"/>
+        <location filename="../ui/models_dialog.py" line="333"/>
         <source>Download %1</source>
         <translation>下载 %1</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="381"/>
+        <location filename="../ui/models_dialog.py" line="371"/>
+        <source>Included with the app: it is read-only and cannot be deleted</source>
+        <translation>随应用附带：只读，不能删除</translation>
+    </message>
+    <message>
+        <location filename="../ui/models_dialog.py" line="393"/>
         <source>%1 is now the default; the app switches to it when this window closes.</source>
         <translation>%1 现在是默认模型；关闭此窗口后应用将切换到它。</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="396"/>
+        <location filename="../ui/models_dialog.py" line="408"/>
         <source>Model in use</source>
         <translation>使用中的模型</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="398"/>
+        <location filename="../ui/models_dialog.py" line="410"/>
         <source>%1 is the model in use, so it is not deleted. Make another model the default (Set as default), close this window so the app switches to it, then delete this one.</source>
         <translation>%1 是正在使用的模型，因此不会被删除。请先将另一个模型设为默认（“设为默认”），关闭此窗口让应用切换过去，再删除此模型。</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="408"/>
+        <location filename="../ui/models_dialog.py" line="420"/>
         <source>Delete model</source>
         <translation>删除模型</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="410"/>
+        <location filename="../ui/models_dialog.py" line="422"/>
         <source>Delete %1? Its folder (%2, %3) is removed from disk. It can be downloaded or imported again.</source>
         <translation>删除 %1？其文件夹（%2，%3）将从磁盘中移除。之后可以重新下载或导入。</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="428"/>
+        <location filename="../ui/models_dialog.py" line="440"/>
         <source>Deleted %1.</source>
         <translation>已删除 %1。</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="439"/>
+        <location filename="../ui/models_dialog.py" line="451"/>
         <source>Where to store models</source>
         <translation>模型存储位置</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="451"/>
+        <location filename="../ui/models_dialog.py" line="463"/>
         <source>Models are now stored in %1. The models in %2 stay there (move them by hand if you like).</source>
         <translation>模型现在存储在 %1。%2 中的模型会留在原处（如需要可手动移动）。</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="457"/>
+        <location filename="../ui/models_dialog.py" line="469"/>
         <source>The setting could not be saved: %1</source>
         <translation>无法保存设置：%1</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="505"/>
+        <location filename="../ui/models_dialog.py" line="517"/>
         <source>Import a GGUF file</source>
         <translation>导入 GGUF 文件</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="505"/>
+        <location filename="../ui/models_dialog.py" line="517"/>
         <source>GGUF models (*.gguf)</source>
         <translation>GGUF 模型 (*.gguf)</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="512"/>
+        <location filename="../ui/models_dialog.py" line="524"/>
         <source>Import a model folder</source>
         <translation>导入模型文件夹</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="517"/>
+        <location filename="../ui/models_dialog.py" line="529"/>
         <source>Installed %1.</source>
         <translation>已安装 %1。</translation>
     </message>

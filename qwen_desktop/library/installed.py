@@ -11,6 +11,11 @@ Layout of the models folder::
 The folders are the truth: a folder appears in :meth:`InstalledModels.list_models` only once it is complete
 (the rename from ``.staging`` is the last step), and ``registry.json`` is rewritten after each change, so
 losing it loses nothing but the choice of default. Installing (download, build, import) is ``library.install``.
+
+Models that came with the app (``library.bundled``: ``models/`` beside the frozen executable, the .deb's
+``/opt/qwen-desktop/models``, ``$QWEN_DESKTOP_BUNDLED_MODELS``) are listed after the user's own, marked
+``bundled``; they are read, never written to or deleted, and are the default only while the user has no model
+of their own (or chose one of them).
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import json
 import shutil
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -52,6 +58,7 @@ class InstalledModel:
     installed: str = ""
     is_default: bool = False
     problem: str = ""  # why the folder cannot be used (a damaged manifest); empty for a usable model
+    bundled: bool = False  # came with the app (library.bundled): read-only, never deleted
 
     @property
     def broken(self) -> bool:
@@ -62,6 +69,8 @@ class InstalledModel:
     def source_text(self) -> str:
         """One line saying where the weights came from."""
         src = self.source
+        if self.bundled:
+            return f"included with the app ({self.folder.parent})"
         if src.get("kind") == "hub":
             commit = str(src.get("commit") or "")[:10]
             files = src.get("files") or []
@@ -113,17 +122,25 @@ class InstalledModels:
 
     Args:
         models_dir: the folder (created when needed). The app passes ``storage.paths.models_dir()``.
+        bundled: read-only folders of models that came with the app; None (the default) looks them up
+            (``library.bundled.bundled_dirs``), ``[]`` leaves them out.
     """
 
-    def __init__(self, models_dir: Path) -> None:
+    def __init__(self, models_dir: Path, bundled: Sequence[Path] | None = None) -> None:
         self.models_dir = Path(models_dir)
+        if bundled is None:
+            from qwen_desktop.library.bundled import bundled_dirs
+
+            bundled = bundled_dirs()
+        self.bundled_dirs = [Path(b) for b in bundled if not _same_folder(Path(b), self.models_dir)]
 
     # ----------------------------------------------------------------- reading
 
     def list_models(self) -> list[InstalledModel]:
-        """The installed models, sorted by name, the default one marked. A folder whose manifest cannot be
-        read is listed too, ``broken`` with its ``problem``, so that it can be deleted."""
-        found = self._scan()
+        """The installed models, sorted by name, the default one marked, then the models that came with the
+        app (``bundled``; one whose name the user's folder already has is left out). A folder whose manifest
+        cannot be read is listed too, ``broken`` with its ``problem``, so that it can be deleted."""
+        found = self._scan() + self._scan_bundled()
         default = self._default_name(found)
         return [m if m.name != default else _with_default(m) for m in found]
 
@@ -139,29 +156,47 @@ class InstalledModels:
         raise ModelError(f"no installed model is called '{name}' (see `qwen-desktop models`)")
 
     def get_default(self) -> InstalledModel | None:
-        """The model to open at start: the one set as default, else the first installed; None if none is."""
+        """The model to open at start: the one set as default, else the first of the user's own, else the
+        first that came with the app; None if there is none."""
         return next((m for m in self.list_models() if m.is_default), None)
 
     def is_installed(self, name: str) -> bool:
         """True if a complete model folder called ``name`` exists."""
         return (self.models_dir / name / MANIFEST).is_file()
 
+    def is_bundled(self, name: str) -> bool:
+        """True if ``name`` is a model that came with the app (and the user has none of that name)."""
+        return any(m.name == name for m in self._scan_bundled())
+
     def _scan(self) -> list[InstalledModel]:
+        """The user's own models (the models folder)."""
         if not self.models_dir.is_dir():
             return []
+        return [self._read(folder) for folder in _model_folders(self.models_dir)]
+
+    def _scan_bundled(self) -> list[InstalledModel]:
+        """The models that came with the app, first folder first; names the user's folder has are left out."""
+        taken = {f.name for f in _model_folders(self.models_dir)} if self.models_dir.is_dir() else set()
         models = []
-        for folder in sorted(self.models_dir.iterdir()):
-            if folder.name.startswith(".") or not (folder / MANIFEST).is_file():
-                continue
+        for root in self.bundled_dirs:
             try:
-                manifest = read_manifest(folder)
-            except ModelError as exc:  # listed, never opened: the user can see it and delete it
-                models.append(_broken(folder, str(exc)))
+                folders = [root] if (root / MANIFEST).is_file() else _model_folders(root)
+            except OSError:  # unreadable: there is nothing to offer from it
                 continue
-            models.append(self._describe(folder, manifest))
+            for folder in folders:
+                if folder.name not in taken:
+                    taken.add(folder.name)
+                    models.append(self._read(folder, bundled=True))
         return models
 
-    def _describe(self, folder: Path, manifest: dict[str, Any]) -> InstalledModel:
+    def _read(self, folder: Path, bundled: bool = False) -> InstalledModel:
+        try:
+            manifest = read_manifest(folder)
+        except ModelError as exc:  # listed, never opened: the user can see it and delete it
+            return _broken(folder, str(exc), bundled)
+        return self._describe(folder, manifest, bundled)
+
+    def _describe(self, folder: Path, manifest: dict[str, Any], bundled: bool = False) -> InstalledModel:
         record = read_json(folder / INSTALL_FILE) or {}
         precision = str(manifest.get("precision", "?"))
         base = _text(record.get("display_name")) or _text(manifest.get("display_name"))
@@ -176,14 +211,16 @@ class InstalledModels:
             checksum=str(record.get("checksum") or source_checksum(manifest)),
             source=dict(record.get("source") or {}),
             installed=str(record.get("installed", "")),
+            bundled=bundled,
         )
 
     def _registry_doc(self) -> dict[str, Any]:
         return read_json(self.models_dir / REGISTRY_FILE) or {}
 
     def _default_name(self, models: list[InstalledModel]) -> str | None:
+        """The chosen default if usable, else the user's first usable model, else the first bundled one."""
         chosen = self._registry_doc().get("default")
-        names = [m.name for m in models if not m.broken]
+        names = [m.name for m in sorted(models, key=lambda m: m.bundled) if not m.broken]
         if chosen in names:
             return str(chosen)
         return names[0] if names else None
@@ -208,6 +245,8 @@ class InstalledModels:
             ModelError: no such model, or the folder cannot be removed.
         """
         folder = self.models_dir / name
+        if not self.is_installed(name) and self.is_bundled(name):
+            raise ModelError(f"{name} is included with the app; it is read-only and cannot be deleted")
         if not name or name.startswith(".") or not self.is_installed(name):
             raise ModelError(f"no installed model is called '{name}' (see `qwen-desktop models`)")
         # Rename first: the model disappears at once and completely, even if the removal is interrupted.
@@ -223,8 +262,8 @@ class InstalledModels:
 
     def _save(self, default: str | None) -> None:
         self.models_dir.mkdir(parents=True, exist_ok=True)
-        models = self._scan()
-        usable = [m.name for m in models if not m.broken]
+        models = self._scan()  # the index is of this folder; the default may name a bundled model
+        usable = [m.name for m in models + self._scan_bundled() if not m.broken]
         if default not in usable:
             default = usable[0] if usable else None
         index = [
@@ -307,7 +346,19 @@ def remove_folder(folder: Path) -> None:
         folder.parent.rmdir()
 
 
-def _broken(folder: Path, problem: str) -> InstalledModel:
+def _model_folders(root: Path) -> list[Path]:
+    """The folders in ``root`` that look like model folders (a manifest), sorted by name."""
+    return [f for f in sorted(root.iterdir()) if not f.name.startswith(".") and (f / MANIFEST).is_file()]
+
+
+def _same_folder(a: Path, b: Path) -> bool:
+    try:
+        return a.resolve() == b.resolve()
+    except OSError:
+        return False
+
+
+def _broken(folder: Path, problem: str, bundled: bool = False) -> InstalledModel:
     return InstalledModel(
         name=folder.name,
         display_name=folder.name,
@@ -318,6 +369,7 @@ def _broken(folder: Path, problem: str) -> InstalledModel:
         bytes_on_disk=folder_bytes(folder),
         checksum="",
         problem=problem,
+        bundled=bundled,
     )
 
 

@@ -272,12 +272,19 @@ class ModelsDialog(QDialog):
                 name += " " + self.tr("(in use)")
             if model.broken:
                 name += " " + self.tr("(broken: delete it or import it again)")
+            source = model.source_text
+            source_tip = source
+            if model.bundled:
+                source = self.tr("Included with the app")
+                source_tip = self.tr(
+                    "Included with the app, in %1 (read-only: it cannot be deleted)"
+                ).replace("%1", str(model.folder.parent))
             tips = [
                 self.tr("The default: opened when the app starts") if model.is_default else "",
                 f"{model.name}\n{model.folder}",
                 "",
                 "",
-                model.problem or model.source_text,
+                model.problem or source_tip,
                 f"sha256 {model.checksum}",
             ]
             cells = [
@@ -285,7 +292,7 @@ class ModelsDialog(QDialog):
                 name,
                 model.precision,
                 human_bytes(model.bytes_on_disk),
-                model.problem or model.source_text,
+                model.problem or source,
                 model.checksum[:12],
             ]
             for column, (text, tip) in enumerate(zip(cells, tips, strict=True)):
@@ -359,7 +366,12 @@ class ModelsDialog(QDialog):
     def _update_buttons(self) -> None:
         model = self.selected_model()
         self.default_button.setEnabled(model is not None and not model.is_default and not model.broken)
-        self.delete_button.setEnabled(model is not None)
+        self.delete_button.setEnabled(model is not None and not model.bundled)
+        self.delete_button.setToolTip(
+            self.tr("Included with the app: it is read-only and cannot be deleted")
+            if model is not None and model.bundled
+            else ""
+        )
         busy = self.download_dialog is not None and self.download_dialog.running
         self.import_button.setEnabled(not busy)
         self.change_folder_button.setEnabled(not busy)
@@ -388,7 +400,7 @@ class ModelsDialog(QDialog):
     def delete_selected(self) -> None:
         """Delete the selected model after asking; the model in use is refused."""
         model = self.selected_model()
-        if model is None:
+        if model is None or model.bundled:  # the button is disabled for these; never delete them
             return
         if _same_folder(model.folder, self.model_in_use):
             box = QMessageBox(

@@ -137,10 +137,14 @@ def test_deb_maintainer_scripts_leave_user_data_alone(deb, tmp_path):
         assert "QwenDesktop" not in script.replace("~/.local/share/QwenDesktop) is never removed", "")
 
 
-def test_tarball_unpacks_and_runs(frozen_exe, tmp_path):
-    tarball = build.build_tarball(frozen_exe.parent, tmp_path, models=None, fast=True)
+def test_tarball_with_a_model_answers_on_a_clean_home_with_no_import(frozen_exe, env, tmp_path):
+    # --with-model: models/<name>/ beside the executable, as in the .deb. check_tarball unpacks it, runs
+    # --version, then on a clean data folder `chat` answers with the bundled model (no --model, no import),
+    # `models` lists it as included, and the window opens on it and closes cleanly.
+    models = tmp_path / "models"
+    models.mkdir()
+    shutil.move(smoke.build_tiny_model(frozen_exe, env, tmp_path), models / "tiny")
+    tarball = build.build_tarball(frozen_exe.parent, tmp_path, models=models, fast=True)
     with tarfile.open(tarball) as tar:
-        tar.extractall(tmp_path / "unpacked", filter="tar")
-    top = tmp_path / "unpacked" / f"qwen-desktop-{build.__version__}"
-    assert (top / "share" / "qwen-desktop.desktop").is_file()
-    assert smoke.check_version(top / "qwen-desktop", smoke.clean_env(tmp_path / "home"))
+        assert f"qwen-desktop-{build.__version__}/models/tiny/manifest.json" in tar.getnames()
+    build.check_tarball(tarball, with_model=True)

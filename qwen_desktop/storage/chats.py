@@ -8,6 +8,10 @@ the root to the head.
 The schema is versioned with `PRAGMA user_version` and upgraded at open by `MIGRATIONS`, applied in order,
 each in its own transaction. To change the schema, append one function to `MIGRATIONS`; never edit one that
 has shipped.
+
+Every message is also in a full-text index (`ChatStore.search`): an SQLite FTS5 table with the trigram
+tokenizer over `messages.content`, kept current by triggers, so any text of three or more characters is
+found, Chinese included. Shorter queries, and SQLite builds without FTS5, scan the messages with LIKE.
 """
 
 from __future__ import annotations
@@ -15,10 +19,12 @@ from __future__ import annotations
 import contextlib
 import enum
 import json
+import re
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal, cast
@@ -43,6 +49,13 @@ STATUSES: Final[tuple[Status, ...]] = ("complete", "streaming", "failed", "cance
 DEFAULT_TITLE: Final = "New chat"
 TITLE_LENGTH: Final = 40
 
+HIT_START: Final = "\ue000"
+"""Put before the matched text in `SearchHit.snippet` (a private-use character: replace it with markup)."""
+HIT_END: Final = "\ue001"
+"""Put after the matched text in `SearchHit.snippet`."""
+SNIPPET_LENGTH: Final = 120
+"""The most characters of message text a snippet shows, markers and "…" not counted."""
+
 Migration = Callable[[sqlite3.Connection], None]
 
 
@@ -65,6 +78,8 @@ class Conversation:
         updated_at: When a message was last added (renaming does not count).
         head_message_id: Last message of the branch on show, or None while it is empty.
         system_prompt: This conversation's system prompt, or None to use the one from the settings.
+        pinned: Shown above the others in `ChatStore.list_conversations`.
+        uid: A random id that stays the same when the chat is exported and imported elsewhere.
     """
 
     id: int
@@ -73,6 +88,8 @@ class Conversation:
     updated_at: float
     head_message_id: int | None
     system_prompt: str | None
+    pinned: bool = False
+    uid: str = ""
 
 
 @dataclass(frozen=True)
@@ -99,6 +116,29 @@ class Message:
     status: Status
     stats: dict[str, Any] | None
     created_at: float
+    updated_at: float
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    """One message that contains the searched text.
+
+    Attributes:
+        conversation_id: The conversation it is in.
+        title: That conversation's title.
+        message_id: The message; it may be on a branch that is not on show (`ChatStore.switch_to` shows it).
+        role: "system", "user" or "assistant".
+        snippet: One line of the message around the first match, the match between `HIT_START` and
+            `HIT_END`, "…" where it was cut; at most `SNIPPET_LENGTH` characters of text. Raw message text:
+            escape it before showing it as HTML.
+        updated_at: The conversation's `updated_at`.
+    """
+
+    conversation_id: int
+    title: str
+    message_id: int
+    role: Role
+    snippet: str
     updated_at: float
 
 
@@ -135,13 +175,66 @@ def _migration_1_initial_schema(conn: sqlite3.Connection) -> None:
         conn.execute(sql)
 
 
+# The full-text index of schema 2. An external-content FTS5 table: it keeps only the trigram index, the
+# text stays in `messages` (snippets and the final check read it from there). The delete and update
+# triggers hand FTS5 the old text, which must be exactly what was indexed; the triggers are the only
+# writers, so it is. Foreign-key cascades (deleting a conversation) fire the delete trigger too.
+_SEARCH_TABLE_SQL = (
+    "CREATE VIRTUAL TABLE IF NOT EXISTS message_search"
+    " USING fts5(content, content='messages', content_rowid='id', tokenize='trigram')"
+)
+_SEARCH_TRIGGERS: Final[dict[str, str]] = {
+    "message_search_insert": """CREATE TRIGGER message_search_insert AFTER INSERT ON messages BEGIN
+            INSERT INTO message_search(rowid, content) VALUES (new.id, new.content);
+        END""",
+    "message_search_delete": """CREATE TRIGGER message_search_delete AFTER DELETE ON messages BEGIN
+            INSERT INTO message_search(message_search, rowid, content) VALUES ('delete', old.id, old.content);
+        END""",
+    "message_search_update": """CREATE TRIGGER message_search_update AFTER UPDATE OF content ON messages
+        WHEN new.content IS NOT old.content BEGIN
+            INSERT INTO message_search(message_search, rowid, content) VALUES ('delete', old.id, old.content);
+            INSERT INTO message_search(rowid, content) VALUES (new.id, new.content);
+        END""",
+}
+_SEARCH_SCHEMA = 2  # the first schema with the index (an older one is only opened by upgrade tests)
+
+
+def _has_fts5_trigram(conn: sqlite3.Connection) -> bool:
+    """Whether this SQLite has FTS5 with the trigram tokenizer (3.34+); a build without it gets LIKE scans."""
+    try:
+        conn.execute("CREATE VIRTUAL TABLE temp.fts5_probe USING fts5(x, tokenize='trigram')")
+    except sqlite3.OperationalError:  # "no such module: fts5", "no such tokenizer: trigram"
+        return False
+    conn.execute("DROP TABLE temp.fts5_probe")
+    return True
+
+
+def _create_search_index(conn: sqlite3.Connection) -> None:
+    """(Re)create the schema-2 search index and its triggers and fill it from every message."""
+    conn.execute(_SEARCH_TABLE_SQL)
+    for name, sql in _SEARCH_TRIGGERS.items():
+        conn.execute(f"DROP TRIGGER IF EXISTS {name}")
+        conn.execute(sql)
+    conn.execute("INSERT INTO message_search(message_search) VALUES ('rebuild')")
+
+
+def _migration_2_search_pins_and_uids(conn: sqlite3.Connection) -> None:
+    conn.execute("ALTER TABLE conversations ADD COLUMN pinned INTEGER NOT NULL DEFAULT 0")
+    # A stable id for export and import (a chat imported twice is recognised); new rows get a uuid4.
+    conn.execute("ALTER TABLE conversations ADD COLUMN uid TEXT NULL")
+    conn.execute("UPDATE conversations SET uid = lower(hex(randomblob(16)))")
+    conn.execute("CREATE UNIQUE INDEX conversations_by_uid ON conversations(uid)")
+    if _has_fts5_trigram(conn):
+        _create_search_index(conn)  # backfills every message already stored
+
+
 # Each function gets the connection inside an open transaction and must not commit. user_version is set
 # to the function's 1-based position in the same transaction. PRAGMA foreign_keys cannot change inside a
 # transaction: a migration that rebuilds a table should use `PRAGMA defer_foreign_keys = ON`; the
 # foreign keys are checked before the commit.
-MIGRATIONS: Final[tuple[Migration, ...]] = (_migration_1_initial_schema,)
+MIGRATIONS: Final[tuple[Migration, ...]] = (_migration_1_initial_schema, _migration_2_search_pins_and_uids)
 
-_CONVERSATION_COLUMNS = "id, title, created_at, updated_at, head_message_id, system_prompt"
+_CONVERSATION_COLUMNS = "id, title, created_at, updated_at, head_message_id, system_prompt, pinned, uid"
 _MESSAGE_FIELDS = (
     "id",
     "conversation_id",
@@ -167,6 +260,8 @@ def _conversation(row: Sequence[Any]) -> Conversation:
         updated_at=row[3],
         head_message_id=row[4],
         system_prompt=row[5],
+        pinned=bool(row[6]),
+        uid=row[7] or "",
     )
 
 
@@ -211,6 +306,82 @@ def title_from_text(text: str, length: int = TITLE_LENGTH) -> str:
     return cut.rstrip(" ,.;:-") + "…"
 
 
+_PREFILTER_CHARS = 256  # the most query characters handed to SQLite; the final check uses the whole query
+_MATCH_SHOWN = 80  # the most characters of the match itself a snippet shows
+_LIKE_ESCAPE = str.maketrans({"\\": "\\\\", "%": "\\%", "_": "\\_"})
+_BLANKS = re.compile(r"\s+")
+_HIT_COLUMNS = "m.id, m.conversation_id, m.role, m.content, c.title, c.updated_at"
+# Best hits first (bm25 over the trigram index: more occurrences in a shorter message rank higher), then
+# the most recently updated chat, then the newest message. FTS5 ranks every match, but only the best
+# `LIMIT` candidates (newest message first among equal ranks) are joined and sorted again: joining every
+# match made a common word several times slower.
+_FTS_SEARCH = f"""SELECT {_HIT_COLUMNS}
+    FROM (SELECT rowid, rank FROM message_search WHERE message_search MATCH ?
+          ORDER BY rank, rowid DESC LIMIT ?) AS s
+    JOIN messages AS m ON m.id = s.rowid
+    JOIN conversations AS c ON c.id = m.conversation_id
+    ORDER BY s.rank, c.updated_at DESC, c.id DESC, m.id DESC"""
+# This order is that of the conversations_by_update and messages_by_conversation indexes, so SQLite walks
+# the chats newest first and stops at the limit instead of sorting every match.
+_LIKE_SEARCH = f"""SELECT {_HIT_COLUMNS}
+    FROM conversations AS c JOIN messages AS m ON m.conversation_id = c.id
+    WHERE m.content LIKE ? ESCAPE '\\'
+    ORDER BY c.updated_at DESC, c.id DESC, m.id DESC"""
+
+
+def _locate(content: str, folded_query: str) -> tuple[int, int] | None:
+    """Where the case-folded query first occurs in `content`, as (start, end) offsets into `content`."""
+    folded = content.casefold()
+    start = folded.find(folded_query)
+    if start < 0:
+        return None
+    if len(folded) == len(content):  # every character folded to one character: offsets agree
+        return start, start + len(folded_query)
+    # Some characters fold to several ("ß" -> "ss"): map offsets in the folded text back to characters.
+    owners: list[int] = []
+    for index, char in enumerate(content):
+        owners.extend([index] * len(char.casefold()))
+    return owners[start], owners[start + len(folded_query) - 1] + 1
+
+
+def _one_line(text: str) -> str:
+    return _BLANKS.sub(" ", text).replace(HIT_START, "").replace(HIT_END, "")
+
+
+def _snippet(content: str, start: int, end: int) -> str:
+    """One line around content[start:end], the match marked, at most `SNIPPET_LENGTH` characters of text."""
+    match = _one_line(content[start:end])
+    if len(match) > _MATCH_SHOWN:
+        match = match[: _MATCH_SHOWN - 1] + "…"
+    room = max(0, SNIPPET_LENGTH - len(match))
+    # Windows of raw text wide enough for `room` characters once runs of blanks are one space.
+    window_start = max(0, start - 4 * room)
+    before = _one_line(content[window_start:start])
+    window_end = min(len(content), end + 4 * room)
+    after = _one_line(content[end:window_end])
+    keep_before = min(len(before), max(room // 3, room - len(after)))
+    keep_after = min(len(after), room - keep_before)
+    shown_before = before[len(before) - keep_before :]
+    cut_before = window_start > 0 or keep_before < len(before)
+    if cut_before:
+        space = shown_before.find(" ", 0, 12)  # start at a word when one starts nearby
+        shown_before = shown_before[space + 1 :] if space >= 0 else shown_before
+    shown_after = after[:keep_after]
+    cut_after = window_end < len(content) or keep_after < len(after)
+    if cut_after:
+        space = shown_after.rfind(" ", max(0, len(shown_after) - 12))
+        shown_after = shown_after[:space] if space >= 0 else shown_after
+    return (
+        ("…" if cut_before else "")
+        + shown_before.lstrip()
+        + HIT_START
+        + match
+        + HIT_END
+        + shown_after.rstrip()
+        + ("…" if cut_after else "")
+    )
+
+
 class ChatStore:
     """Conversations and their message trees in one SQLite file.
 
@@ -230,12 +401,23 @@ class ChatStore:
     Use it as a context manager, or call `close()`.
     """
 
-    def __init__(self, path: str | Path, *, migrations: Sequence[Migration] = MIGRATIONS) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        migrations: Sequence[Migration] = MIGRATIONS,
+        full_text: bool = True,
+        mark_interrupted: bool = True,
+    ) -> None:
         """Open (creating if needed) and upgrade the database at `path`.
 
         Args:
             path: The database file; its folder must exist.
             migrations: The schema migrations; tests pass extra ones to exercise an upgrade.
+            full_text: False searches with LIKE scans even when SQLite has FTS5, as a build without FTS5
+                does (tests use it). The index is then left stale and rebuilt at the next open with it.
+            mark_interrupted: False leaves answers marked "streaming" as they are: for a command-line tool
+                that reads or adds chats while the app may be writing an answer.
 
         Raises:
             CorruptDatabaseError: The file is not an SQLite database or is damaged.
@@ -249,13 +431,14 @@ class ChatStore:
             )
         except (sqlite3.Error, UnicodeDecodeError) as exc:
             raise sqlite_storage_error(exc, self.file) from exc
+        self._full_text = False
         try:
-            self._open(migrations)
+            self._open(migrations, full_text=full_text, mark_interrupted=mark_interrupted)
         except BaseException:
             self._conn.close()
             raise
 
-    def _open(self, migrations: Sequence[Migration]) -> None:
+    def _open(self, migrations: Sequence[Migration], *, full_text: bool, mark_interrupted: bool) -> None:
         try:
             self._conn.execute("PRAGMA foreign_keys = ON")
             self._conn.execute("PRAGMA journal_mode = WAL")
@@ -267,11 +450,45 @@ class ChatStore:
         if problems != ["ok"]:
             raise CorruptDatabaseError(f"{self.file} is damaged ({' '.join(str(problems[0]).split())}).")
         self._migrate(migrations)
-        with self._transaction() as conn:
-            conn.execute(
-                "UPDATE messages SET status = 'interrupted', updated_at = ? WHERE status = 'streaming'",
-                (time.time(),),
+        self._full_text = self._sync_search_index(full_text)
+        if mark_interrupted:
+            with self._transaction() as conn:
+                conn.execute(
+                    "UPDATE messages SET status = 'interrupted', updated_at = ? WHERE status = 'streaming'",
+                    (time.time(),),
+                )
+
+    def _sync_search_index(self, wanted: bool) -> bool:
+        """Make the search index match what this SQLite can do; returns whether searches may use it.
+
+        With FTS5, a missing index or trigger (the database was last opened without FTS5, or it was
+        upgraded by one) is recreated and refilled. Without it, the triggers go: each write through them
+        would fail with "no such module", so the index is left stale until FTS5 is back.
+        """
+        if self._query("PRAGMA user_version")[0][0] < _SEARCH_SCHEMA:
+            return False
+        with self._lock:
+            try:
+                usable = wanted and _has_fts5_trigram(self._conn)
+            except (sqlite3.Error, UnicodeDecodeError) as exc:
+                raise sqlite_storage_error(exc, self.file) from exc
+        names = list(_SEARCH_TRIGGERS)
+        triggers = {
+            row[0]
+            for row in self._query(
+                f"SELECT name FROM sqlite_master WHERE type = 'trigger' AND name IN ({', '.join('?' * len(names))})",
+                names,
             )
+        }
+        has_table = bool(self._query("SELECT 1 FROM sqlite_master WHERE name = 'message_search'"))
+        if usable and (not has_table or triggers != set(names)):
+            with self._transaction() as conn:
+                _create_search_index(conn)
+        elif not usable and triggers:
+            with self._transaction() as conn:
+                for name in sorted(triggers):
+                    conn.execute(f"DROP TRIGGER IF EXISTS {name}")
+        return usable
 
     def _migrate(self, migrations: Sequence[Migration]) -> None:
         version = self._query("PRAGMA user_version")[0][0]
@@ -344,18 +561,20 @@ class ChatStore:
             system_prompt: Its own system prompt, or None to use the settings' one.
         """
         now = time.time()
+        uid = uuid.uuid4().hex
         with self._transaction() as conn:
             cur = conn.execute(
-                "INSERT INTO conversations (title, created_at, updated_at, system_prompt) VALUES (?, ?, ?, ?)",
-                (title, now, now, system_prompt),
+                "INSERT INTO conversations (title, created_at, updated_at, system_prompt, uid)"
+                " VALUES (?, ?, ?, ?, ?)",
+                (title, now, now, system_prompt, uid),
             )
             new_id = cast(int, cur.lastrowid)
-        return Conversation(new_id, title, now, now, None, system_prompt)
+        return Conversation(new_id, title, now, now, None, system_prompt, pinned=False, uid=uid)
 
     def list_conversations(self) -> list[Conversation]:
-        """All conversations, the most recently updated first."""
+        """All conversations: the pinned ones first, then the most recently updated first."""
         rows = self._query(
-            f"SELECT {_CONVERSATION_COLUMNS} FROM conversations ORDER BY updated_at DESC, id DESC"
+            f"SELECT {_CONVERSATION_COLUMNS} FROM conversations ORDER BY pinned DESC, updated_at DESC, id DESC"
         )
         return [_conversation(row) for row in rows]
 
@@ -392,6 +611,15 @@ class ChatStore:
             NotFoundError: There is no such conversation.
         """
         self._update_conversation(conversation_id, "system_prompt = ?", (system_prompt,))
+        return self.get_conversation(conversation_id)
+
+    def set_pinned(self, conversation_id: int, pinned: bool) -> Conversation:
+        """Pin a conversation to the top of the list, or unpin it; its `updated_at` stays as it is.
+
+        Raises:
+            NotFoundError: There is no such conversation.
+        """
+        self._update_conversation(conversation_id, "pinned = ?", (1 if pinned else 0,))
         return self.get_conversation(conversation_id)
 
     def _update_conversation(self, conversation_id: int, assignments: str, params: Sequence[Any]) -> None:
@@ -624,6 +852,79 @@ class ChatStore:
                 raise NotFoundError(f"Message {message_id} does not exist.")
             conn.execute("UPDATE conversations SET head_message_id = ? WHERE id = ?", (leaf, conversation_id))
         return self.path(conversation_id)
+
+    # Search
+
+    def search(self, query: str, limit: int = 50) -> list[SearchHit]:
+        """The messages that contain `query`, one hit per message, best first.
+
+        The query is literal text (no operators; quotes, `*`, `NEAR`, NUL are just characters), matched
+        case-insensitively anywhere in a message, in every conversation and on every branch. Blanks around
+        it are ignored. Three or more characters are looked up in the trigram index; one or two characters
+        (and every query on an SQLite without FTS5) scan the messages with LIKE, which folds only ASCII
+        letters. Every hit is checked in Python: its text really contains the case-folded query.
+
+        Hits are ordered by relevance (FTS5's bm25: more occurrences in a shorter message first), equal ones
+        by their conversation's `updated_at` (newest first), then the newest message; LIKE scans by the
+        latter two only.
+
+        Args:
+            query: What the user typed; any string (a blank one finds nothing, nor does one with a lone
+                surrogate, which no stored text can contain).
+            limit: The most hits returned.
+
+        Raises:
+            StorageError: The database cannot be read (never because of the query).
+        """
+        needle = query.strip() if isinstance(query, str) else ""
+        if not needle or limit <= 0:
+            return []
+        try:
+            needle.encode("utf-8")
+        except UnicodeEncodeError:
+            return []
+        folded = needle.casefold()
+        # SQLite reads text up to a NUL in LIKE patterns and FTS5 expressions: hand it the longest piece
+        # without one (capped), and let the final check hold the hits to the whole query.
+        term = max(needle.split("\x00"), key=len)[:_PREFILTER_CHARS]
+        with self._lock:
+            if self._full_text and len(term) >= 3:
+                try:
+                    return self._indexed_hits('"' + term.replace('"', '""') + '"', folded, limit)
+                except (sqlite3.Error, UnicodeDecodeError):
+                    pass  # a damaged index: the scan below reads the messages themselves
+            try:
+                like = "%" + term.translate(_LIKE_ESCAPE) + "%"
+                cursor = self._conn.execute(_LIKE_SEARCH, (like,))
+                try:
+                    return _checked_hits(cursor, folded, limit)  # stops reading at the limit
+                finally:
+                    cursor.close()
+            except (sqlite3.Error, UnicodeDecodeError) as exc:
+                raise sqlite_storage_error(exc, self.file) from exc
+
+    def _indexed_hits(self, match: str, folded_query: str, limit: int) -> list[SearchHit]:
+        candidates = limit + 16
+        while True:
+            rows = self._conn.execute(_FTS_SEARCH, (match, candidates)).fetchall()
+            hits = _checked_hits(rows, folded_query, limit)
+            if len(hits) >= limit or len(rows) < candidates:
+                return hits
+            candidates *= 4  # the check turned some down (a NUL in the query, case folding): look further
+
+
+def _checked_hits(rows: Iterable[Sequence[Any]], folded_query: str, limit: int) -> list[SearchHit]:
+    """The first `limit` rows whose message really contains the query, as hits with snippets."""
+    hits: list[SearchHit] = []
+    for message_id, conversation_id, role, content, title, updated_at in rows:
+        where = _locate(content, folded_query) if isinstance(content, str) else None
+        if where is None:
+            continue
+        snippet = _snippet(content, *where)
+        hits.append(SearchHit(conversation_id, str(title), message_id, role, snippet, updated_at))
+        if len(hits) >= limit:
+            break
+    return hits
 
 
 def open_chat_store(path: str | Path | None = None) -> tuple[ChatStore, str | None]:

@@ -11,6 +11,7 @@ from qwen_desktop.storage.chats import (
     title_from_text,
 )
 from qwen_desktop.storage.errors import CorruptDatabaseError, NotFoundError, StorageError
+from tests.storage.old_schema import write_schema_1
 
 
 def _texts(messages):
@@ -243,26 +244,28 @@ def test_two_threads_write_through_one_store(store):
 # Migrations
 
 
-def _migration_2_add_pinned(conn):
-    conn.execute("ALTER TABLE conversations ADD COLUMN pinned INTEGER NOT NULL DEFAULT 0")
+def _migration_future_add_column(conn):
+    conn.execute("ALTER TABLE conversations ADD COLUMN from_the_future INTEGER NOT NULL DEFAULT 0")
 
 
 def test_migration_from_version_1_keeps_the_data(tmp_path):
     path = tmp_path / "chats.sqlite3"
-    with ChatStore(path, migrations=MIGRATIONS[:1]) as old:
-        conversation = old.create_conversation("kept")
-        question = old.add_message(conversation.id, "user", "q")
-        answer = old.add_message(conversation.id, "assistant", "a", stats={"tokens": 1})
-        old.add_message(conversation.id, "assistant", "b", parent_id=question.id)
-        old.switch_to(answer.id)
-        before = (old.list_conversations(), old.path(conversation.id), old.siblings(answer.id))
-        assert old._conn.execute("PRAGMA user_version").fetchone() == (1,)
-
-    with ChatStore(path, migrations=(*MIGRATIONS[:1], _migration_2_add_pinned)) as new:
-        assert new._conn.execute("PRAGMA user_version").fetchone() == (2,)
-        assert new._conn.execute("SELECT pinned FROM conversations").fetchall() == [(0,)]
-        assert (new.list_conversations(), new.path(conversation.id), new.siblings(answer.id)) == before
-        new.add_message(conversation.id, "user", "after the upgrade")
+    ids = write_schema_1(
+        path, {"kept": [("user", "q", None), ("assistant", "b", 0), ("assistant", "a", 0)], "empty": []}
+    )
+    with ChatStore(path) as new:
+        assert new._conn.execute("PRAGMA user_version").fetchone() == (len(MIGRATIONS),)
+        kept = new.get_conversation(ids["kept"])
+        assert kept.title == "kept"
+        assert kept.pinned is False
+        assert len(kept.uid) == 32
+        assert kept.uid != new.get_conversation(ids["empty"]).uid
+        question, answer = new.path(kept.id)
+        assert (question.content, answer.content, answer.stats) == ("q", "a", {"tokens": 1})
+        assert [m.content for m in new.siblings(answer.id)] == ["b", "a"]
+        assert new.get_conversation(ids["empty"]).head_message_id is None
+        new.add_message(kept.id, "user", "after the upgrade")
+        assert [c.title for c in new.list_conversations()] == ["kept", "empty"]
 
 
 def test_failed_migration_rolls_back_and_says_so(tmp_path):
@@ -285,7 +288,7 @@ def test_failed_migration_rolls_back_and_says_so(tmp_path):
 
 def test_database_from_a_newer_version_is_refused_not_replaced(tmp_path):
     path = tmp_path / "chats.sqlite3"
-    ChatStore(path, migrations=(*MIGRATIONS, _migration_2_add_pinned)).close()
+    ChatStore(path, migrations=(*MIGRATIONS, _migration_future_add_column)).close()
     with pytest.raises(StorageError, match="newer version") as caught:
         open_chat_store(path)
     assert not isinstance(caught.value, CorruptDatabaseError)

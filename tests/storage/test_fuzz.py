@@ -128,6 +128,8 @@ def _read_everything(path: Path) -> None:
                 for message in store.path(conv.id):
                     store.siblings(message.id)
                     store.get_message(message.id)
+            for query in ("answer", "qu", "question 1"):
+                store.search(query)
             store.create_conversation("after the damage")
         except StorageError as exc:
             assert "\n" not in str(exc)

@@ -14,6 +14,7 @@ from typing import Literal
 
 import numpy as np
 
+from qwen_desktop.engine.kv_cache import ContextFullError
 from qwen_desktop.engine.sampler import (
     LogitsProcessor,
     Sampler,
@@ -21,7 +22,7 @@ from qwen_desktop.engine.sampler import (
     make_repetition_penalty,
     make_sampler,
 )
-from qwen_desktop.engine.session import ContextFullError, OnnxModel
+from qwen_desktop.engine.session import OnnxModel
 from qwen_desktop.engine.tokenizer import ChatTokenizer, StreamingDetokenizer
 
 FinishReason = Literal["stop", "length", "cancelled", "error"]

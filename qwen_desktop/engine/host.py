@@ -25,7 +25,7 @@ if TYPE_CHECKING:  # numpy and onnxruntime load with the first model, on the hos
     from qwen_desktop.engine.chat import ChatEngine
     from qwen_desktop.engine.chat_template import Message
     from qwen_desktop.engine.generate import GenerationEvent, GenerationStats, SamplingParams
-    from qwen_desktop.engine.session import CacheState
+    from qwen_desktop.engine.kv_cache import CacheState
 
 log = logging.getLogger(__name__)
 

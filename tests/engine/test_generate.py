@@ -346,7 +346,7 @@ def test_text_pieces_concatenate_to_the_decoded_answer(fp32_engine):
 def test_optimized_graph_cache_is_made_once_reused_and_rebuilt_when_damaged(
     tmp_path, tiny_model_dir, reference
 ):
-    from qwen_desktop.engine.session import optimized_cache_path
+    from qwen_desktop.engine.ort_cache import optimized_cache_path
 
     cache = tmp_path / "ort"
     params = SamplingParams(temperature=0.0, repetition_penalty=1.0, max_tokens=12)

@@ -108,29 +108,6 @@ def test_a_prompt_token_does_not_depend_on_the_tokens_that_share_its_chunk(tiny_
     assert np.abs(whole - split).max() < 1e-3
 
 
-def test_stale_optimized_copies_are_removed_when_a_new_one_is_made(tmp_path, tiny_model_dir):
-    from qwen_desktop.engine.session import optimized_cache_path
-
-    folder = tmp_path / "m"
-    shutil.copytree(tiny_model_dir, folder)
-    gone = tmp_path / "gone"
-    shutil.copytree(tiny_model_dir, gone)
-    cache = tmp_path / "ort"
-    OnnxModel(load_model_files(gone), threads=1, max_len=32, cache_root=cache)
-    OnnxModel(load_model_files(folder), threads=1, max_len=32, cache_root=cache)
-    graphs = ("model.onnx", "prefill.onnx", "head.onnx")
-    first = {optimized_cache_path(folder / g, cache).parent for g in graphs}
-    assert first <= set(cache.iterdir())
-    assert len(list(cache.iterdir())) == 6  # three graphs of two folders
-    shutil.rmtree(gone)  # a deleted model
-    (folder / "model.onnx").touch()  # a rebuilt graph: a new key
-    model = OnnxModel(load_model_files(folder), threads=1, max_len=32, cache_root=cache)
-    now = set(cache.iterdir())
-    assert now == {optimized_cache_path(folder / g, cache).parent for g in graphs}
-    assert optimized_cache_path(folder / "prefill.onnx", cache).parent in first  # still valid: kept
-    assert model.forward(PROMPT).shape == (1, model.files.vocab_size)
-
-
 def test_a_damaged_prefill_graph_is_a_clear_error_while_both_graphs_load_side_by_side(
     tmp_path, tiny_model_dir
 ):
@@ -162,69 +139,6 @@ def test_one_head_graph_serves_both_decoder_graphs(tmp_path, tiny_model_dir):
     (folder / "head.onnx").unlink()
     with pytest.raises(ModelError, match=r"head\.onnx is missing"):
         load_model_files(folder)
-
-
-@pytest.mark.parametrize("kv_layout", ["views", "shared"])
-def test_both_cache_layouts_match_the_reference_through_prompts_replies_and_rewinds(
-    tmp_path, tiny_gguf, reference, kv_layout
-):
-    """Format 3 folders read the cache through views of one sequence-major buffer per layer; format 2
-    folders (made before) keep GroupQueryAttention and its shared buffer. Both give the fp32 reference's
-    logits for a prompt, one-token steps, a multi-token step, and a new branch after a rewind."""
-    folder = build_model(tiny_gguf, tmp_path / kv_layout, precision="fp32", kv_layout=kv_layout).folder
-    files = load_model_files(folder)
-    assert files.kv_layout == kv_layout
-    assert files.manifest["format_version"] == (3 if kv_layout == "views" else 2)
-    model = OnnxModel(files, threads=1, max_len=64)
-    reference.reset()
-    steps = [PROMPT, *[[t] for t in REPLY], [40, 41, 42]]
-    for ids in steps:
-        want = reference.forward(ids)
-        got = model.forward(ids, keep=len(ids))
-        assert np.abs(got - want).max() < 1e-3
-    model.rewind(len(PROMPT) + 2)
-    reference.reset()
-    reference.forward(PROMPT + REPLY[:2])
-    for ids in ([300, 301], [302]):
-        assert np.abs(model.forward(ids, keep=len(ids)) - reference.forward(ids)).max() < 1e-3
-    assert model.length == len(PROMPT) + 5
-
-
-def test_the_cache_views_bind_alike_through_the_public_iobinding_api(tiny_model_dir):
-    """Where ONNX Runtime lacks the binding object the fast path uses, the public methods bind the same views."""
-    fast = OnnxModel(load_model_files(tiny_model_dir), threads=1, max_len=64)
-    public = OnnxModel(load_model_files(tiny_model_dir), threads=1, max_len=64)
-    public._device = None
-    for ids in (PROMPT, [7], [8, 9, 10]):
-        assert np.array_equal(fast.forward(ids, keep=len(ids)), public.forward(ids, keep=len(ids)))
-    assert fast.length == public.length == len(PROMPT) + 4
-
-
-@pytest.mark.parametrize("layout", ["views", "shared", "plain"])
-def test_a_cache_put_aside_and_brought_back_continues_as_if_nothing_happened_between(
-    tmp_path, tiny_gguf, layout
-):
-    """What the engine host does when another client's request runs between two window turns: save the
-    window's cache, use the cache for a longer conversation, restore it, continue; the logits are those of
-    the run that was never interrupted, for each cache layout."""
-    style = {"style": "plain"} if layout == "plain" else {"kv_layout": layout}
-    folder = build_model(tiny_gguf, tmp_path / layout, precision="fp32", **style).folder
-    model = OnnxModel(load_model_files(folder), threads=1, max_len=96)
-    later = ([22], [23, 24, 25])
-    model.forward(PROMPT)
-    model.forward(REPLY)
-    want = [model.forward(ids, keep=len(ids)).copy() for ids in later]  # forward reuses its logits buffer
-    model.reset()
-    model.forward(PROMPT)
-    model.forward(REPLY)
-    saved = model.save_cache()
-    model.reset()
-    model.forward(list(range(260, 300)))  # another conversation, longer: it overwrites every saved row
-    model.forward([7])
-    model.restore_cache(saved)
-    assert model.tokens == PROMPT + REPLY
-    for ids, logits in zip(later, want, strict=True):
-        assert np.array_equal(model.forward(ids, keep=len(ids)), logits)
 
 
 def test_use_less_memory_runs_prompts_on_the_decode_graph_as_a_folder_without_prefill_graph_does(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path
 from typing import Any
@@ -260,6 +261,29 @@ def _f32(value: Any) -> float:
     return float(str(np.float32(value)))
 
 
+@functools.cache
+def _reader_class() -> type:
+    """``gguf.GGUFReader`` over a plain array view of its memory map.
+
+    The reader takes hundreds of thousands of small views of the file for the vocabulary and the merges;
+    views of an ``np.memmap`` each run memmap's Python bookkeeping, which made reading a Qwen GGUF's
+    metadata take 5.8 s instead of 1.8 s. The bytes, the fields and the tensors are the same, and the
+    mapping still lives as long as the reader's views do.
+    """
+    import gguf
+
+    class PlainViewReader(gguf.GGUFReader):
+        @property  # type: ignore[override]
+        def data(self) -> np.ndarray:
+            return self._plain_data
+
+        @data.setter
+        def data(self, value: np.ndarray) -> None:
+            self._plain_data = np.asarray(value)
+
+    return PlainViewReader
+
+
 def _open_reader(path: Path) -> Any:
     try:
         with path.open("rb") as fh:
@@ -272,10 +296,8 @@ def _open_reader(path: Path) -> Any:
         raise ModelError(f"{path}: cannot be read ({exc.strerror})") from None
     if magic != GGUF_MAGIC:
         raise ModelError(f"{path.name}: not a GGUF file (it does not start with the GGUF signature)")
-    import gguf
-
     try:
-        reader = gguf.GGUFReader(str(path), "r")
+        reader = _reader_class()(str(path), "r")
     except ValueError as exc:
         msg = _brief(exc)
         if "is not a valid GGMLQuantizationType" in msg:

@@ -42,10 +42,18 @@ class FastWriter(LayerWriter):
         key = f"embed_tokens/{bits}"
         q = self.shared.get(key) if self.shared is not None else None
         if q is None:
-            q = self._quantize(self.fetch(EMBED), bits, BLOCK_SIZE, "embed_tokens")
+            q = self._packed(self.fetch(EMBED), bits, BLOCK_SIZE, "embed_tokens")
             if self.shared is not None:
                 self.shared[key] = q
-        return self._gather_quantized(q, "input_ids", "embed_tokens", "embed/GatherBlockQuantized")
+        return self._gather_quantized(
+            q,
+            self.cfg.vocab_size,
+            bits,
+            BLOCK_SIZE,
+            "input_ids",
+            "embed_tokens",
+            "embed/GatherBlockQuantized",
+        )
 
     # -- attention -------------------------------------------------------------------------------------------
     def _attention_inputs(self) -> dict[str, str]:

@@ -8,7 +8,9 @@ lookups (``GatherBlockQuantized``) and the graph's inputs and outputs. ``onnx_fa
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Mapping
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -53,6 +55,8 @@ class Graph:
     nodes: list[onnx.NodeProto] = field(default_factory=list)
     inits: list[onnx.TensorProto] = field(default_factory=list)
     _count: dict[str, int] = field(default_factory=dict)
+    # initializers still being computed (on the build's worker threads): (index in inits, name, value getter)
+    _later: list[tuple[int, str, Callable[[], np.ndarray]]] = field(default_factory=list)
 
     def name(self, base: str) -> str:
         n = self._count.get(base, 0)
@@ -62,6 +66,18 @@ class Graph:
     def init(self, name: str, array: np.ndarray) -> str:
         self.inits.append(numpy_helper.from_array(np.ascontiguousarray(array), name))
         return name
+
+    def init_later(self, name: str, value: Callable[[], np.ndarray]) -> str:
+        """An initializer whose value ``value()`` gives once ``resolve`` runs; it keeps its place in order."""
+        self._later.append((len(self.inits), name, value))
+        self.inits.append(onnx.TensorProto(name=name))
+        return name
+
+    def resolve(self) -> None:
+        """Fill in every ``init_later`` value (waiting for the ones still being computed)."""
+        for index, name, value in self._later:
+            self.inits[index] = numpy_helper.from_array(np.ascontiguousarray(value()), name)
+        self._later.clear()
 
     def const(self, base: str, values: Any, dtype: type = np.int64) -> str:
         return self.init(self.name(base), np.asarray(values, dtype=dtype))
@@ -99,6 +115,10 @@ def uint4_tensor(name: str, codes: np.ndarray) -> onnx.TensorProto:
     return t
 
 
+# A quantized matrix as its graph stores it: packed codes, scales, zero points (quant.BlockQuantized's).
+Packed = tuple[np.ndarray, np.ndarray, np.ndarray]
+
+
 def rope_cache(cfg: QwenConfig, max_len: int) -> tuple[np.ndarray, np.ndarray]:
     inv_freq = 1.0 / (cfg.rope_theta ** (np.arange(0, cfg.head_dim, 2, dtype=np.float64) / cfg.head_dim))
     angles = np.arange(max_len, dtype=np.float64)[:, None] * inv_freq[None, :]  # [max_len, head_dim / 2]
@@ -127,7 +147,8 @@ class LayerWriter:
         split_head: bool = False,
         kv_layout: str = "views",
         calibration: Mapping[str, np.ndarray] | None = None,
-        shared: dict[str, BlockQuantized] | None = None,
+        shared: dict[str, Any] | None = None,
+        pool: Executor | None = None,
     ) -> None:
         if precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {PRECISIONS}")
@@ -148,6 +169,9 @@ class LayerWriter:
         self.calibration = calibration
         # quantized tensors that two graphs of one build store alike (the embedding), made once
         self.shared = shared
+        # worker threads for the weight fits (one matrix each, results in build order); None: fit inline
+        self.pool = pool
+        self._fits: deque[Future[Packed]] = deque()
         self.g = Graph()
         self._constants: dict[str, str] = {}
         self._rows = "input_ids"  # what the int8 layers' row count comes from (see _rows_zero_point)
@@ -160,6 +184,28 @@ class LayerWriter:
             self.progress(what, self.steps_done, self.steps_total)
 
     # -- linear layers ------------------------------------------------------------------------------------
+    def _packed(self, w: np.ndarray, bits: int, block_size: int, base: str) -> Callable[[], Packed]:
+        """``_quantize`` on the pool (or here without one): a getter of (packed, scales, zero_points).
+
+        At most one more fit than the pool has threads waits or runs at once: each holds its float weights
+        (and a fit its calibration inputs' ``XᵀX``), so the graph code waits here rather than hold the whole
+        model in memory.
+        """
+
+        def fit() -> Packed:
+            q = self._quantize(w, bits, block_size, base)
+            return q.packed, q.scales, q.zero_points  # not q: its unpacked codes would stay in memory
+
+        if self.pool is None:
+            done = fit()
+            return lambda: done
+        future = self.pool.submit(fit)
+        self._fits.append(future)
+        limit = max(1, getattr(self.pool, "_max_workers", 1)) + 1
+        while len(self._fits) > limit:
+            self._fits.popleft().result()
+        return future.result
+
     def _quantize(self, w: np.ndarray, bits: int, block_size: int, base: str) -> BlockQuantized:
         # the head's coarse preview sees the same final-norm states as its exact rows
         name = "lm_head" if base.startswith("lm_head") else base
@@ -186,12 +232,12 @@ class LayerWriter:
             return self.linear_w8a8(x, w, b, base)
         bits = (bits or 4) if precision == "int4" else 8
         block_size = fast_block_size(base, self.calibration is not None) if bits < 8 else BLOCK_SIZE
-        q = self._quantize(w, bits, block_size, base)
+        q = self._packed(w, bits, block_size, base)
         inputs = [
             x,
-            g.init(f"{base}.qweight", q.packed),  # [N, n_blocks, block_size * bits / 8]
-            g.init(f"{base}.scales", q.scales.reshape(-1)),  # [N * n_blocks]
-            g.init(f"{base}.zero_points", q.zero_points.reshape(-1)),
+            g.init_later(f"{base}.qweight", lambda: q()[0]),  # [N, n_blocks, block_size * bits / 8]
+            g.init_later(f"{base}.scales", lambda: q()[1].reshape(-1)),  # [N * n_blocks]
+            g.init_later(f"{base}.zero_points", lambda: q()[2].reshape(-1)),
         ]
         if b is not None:
             inputs += ["", g.init(f"{base}.bias", b.astype(np.float32))]
@@ -388,6 +434,8 @@ class LayerWriter:
         contrib: bool,
     ) -> onnx.ModelProto:
         """The nodes and initializers written so far as a model (``contrib``: uses com.microsoft ops)."""
+        self.g.resolve()
+        self._fits.clear()
         graph = helper.make_graph(self.g.nodes, name, inputs, outputs, self.g.inits)
         opsets = [helper.make_opsetid("", OPSET)]
         if contrib:
@@ -407,19 +455,21 @@ class LayerWriter:
         ``[*ids.shape, K]`` floats. The head's rows (``lm_head``) are dot products, so they are fitted to
         the calibration states as a linear layer is; the embedding's are looked up, have no calibration
         inputs, and keep the plain fit."""
-        return self._gather_quantized(self._quantize(w, bits, block_size, base), ids, base, node)
+        q = self._packed(w, bits, block_size, base)
+        return self._gather_quantized(q, w.shape[0], bits, block_size, ids, base, node)
 
-    def _gather_quantized(self, q: BlockQuantized, ids: str, base: str, node: str) -> str:
-        """``_gather_rows`` of rows already quantized."""
+    def _gather_quantized(
+        self, q: Callable[[], Packed], rows: int, bits: int, block_size: int, ids: str, base: str, node: str
+    ) -> str:
+        """``_gather_rows`` of ``rows`` rows being quantized (``_packed``)."""
         g = self.g
-        bits, block_size = q.bits, q.block_size
         return g.op1(
             "GatherBlockQuantized",
             [
-                g.init(f"{base}.qweight", q.packed.reshape(q.n, -1)),  # [rows, K * bits / 8]
+                g.init_later(f"{base}.qweight", lambda: q()[0].reshape(rows, -1)),  # [rows, K * bits / 8]
                 ids,
-                g.init(f"{base}.scales", q.scales),  # [rows, K / block]
-                g.init(f"{base}.zero_points", q.zero_points),
+                g.init_later(f"{base}.scales", lambda: q()[1]),  # [rows, K / block]
+                g.init_later(f"{base}.zero_points", lambda: q()[2]),
             ],
             node,
             domain=MS_DOMAIN,

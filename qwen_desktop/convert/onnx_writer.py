@@ -32,6 +32,8 @@ The layers both styles share are in ``onnx_layers`` (``LayerWriter``); each styl
 from __future__ import annotations
 
 from collections.abc import Mapping
+from concurrent.futures import Executor
+from typing import Any
 
 import numpy as np
 import onnx
@@ -63,7 +65,8 @@ def build_graph(
     split_head: bool = False,
     kv_layout: str = "views",
     calibration: Mapping[str, np.ndarray] | None = None,
-    shared: dict[str, BlockQuantized] | None = None,
+    shared: dict[str, Any] | None = None,
+    pool: Executor | None = None,
 ) -> onnx.ModelProto:
     """Build the ONNX model of a Qwen2 decoder whose tensors ``fetch(name)`` returns (HF names, float32).
 
@@ -71,6 +74,7 @@ def build_graph(
     positions instead of logits, for a separate head graph (``build_head_graph``). With ``calibration``
     (``calibration.layer_inputs``) the fast style's 4-bit layers are fitted to those activations. Graphs
     of one build given the same ``shared`` dict quantize the tensors they store alike (the embedding) once.
+    With a ``pool`` the weight fits run on its threads (the graph is the same, byte for byte).
     """
     if split_head and style != "fast":
         raise ValueError("split_head needs the fast style")
@@ -78,7 +82,7 @@ def build_graph(
     if style not in writers:
         raise ValueError(f"style must be one of {STYLES}")
     writer = writers[style](
-        cfg, fetch, precision, head_precision, progress, split_head, kv_layout, calibration, shared
+        cfg, fetch, precision, head_precision, progress, split_head, kv_layout, calibration, shared, pool
     )
     return writer.build()
 
@@ -88,9 +92,11 @@ def build_head_graph(
     fetch: Fetch,
     head_precision: str = "int4",
     calibration: Mapping[str, np.ndarray] | None = None,
+    pool: Executor | None = None,
 ) -> onnx.ModelProto:
     """The output head as its own graph: ``hidden`` -> ``logits`` (see ``build_graph(split_head=True)``)."""
-    return FastWriter(cfg, fetch, head_precision, head_precision, None, calibration=calibration).build_head()
+    writer = FastWriter(cfg, fetch, head_precision, head_precision, None, calibration=calibration, pool=pool)
+    return writer.build_head()
 
 
 __all__ = [

@@ -92,3 +92,25 @@ def test_wrong_arguments_are_refused_before_anything_is_built(tiny_cfg, tiny_wei
         build_graph(tiny_cfg, tiny_weights.__getitem__, "plain", "fp32", split_head=True)
     with pytest.raises(ValueError, match="style must be one of"):
         build_graph(tiny_cfg, tiny_weights.__getitem__, "fancy", "fp32")
+
+
+def test_weight_fits_on_worker_threads_write_the_same_graph_byte_for_byte(tiny_cfg, tiny_weights):
+    """The builder fits the weights on a pool of threads (one BLAS thread each); what it writes must be
+    exactly what fitting them one after another writes, initializer order included."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from qwen_desktop.convert.calibration import layer_inputs
+
+    rng = np.random.default_rng(3)
+    calibration = layer_inputs(tiny_cfg, tiny_weights.__getitem__, list(rng.integers(0, tiny_cfg.vocab_size, 80)))
+
+    def both(pool):
+        kw = {"head_precision": "int4", "split_head": True, "pool": pool}
+        decode = build_graph(tiny_cfg, tiny_weights.__getitem__, calibration=calibration, **kw)
+        head = build_head_graph(tiny_cfg, tiny_weights.__getitem__, "int4", calibration, pool=pool)
+        return decode.SerializeToString(), head.SerializeToString()
+
+    inline = both(None)
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        threaded = both(pool)
+    assert threaded == inline

@@ -21,9 +21,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from qwen_desktop import __version__
 from qwen_desktop.convert.onnx_writer import (
@@ -50,6 +48,9 @@ from qwen_desktop.engine.manifest import (
     TOKENIZER_FILE,
 )
 from qwen_desktop.engine.model_files import pretty_model_name
+
+if TYPE_CHECKING:
+    from qwen_desktop.convert.calibration import StreamedInputs
 
 PROTOBUF_LIMIT = 2_000_000_000  # one protobuf message cannot pass 2 GiB; leave headroom for the graph itself
 
@@ -96,6 +97,11 @@ PREFILL_PRECISIONS = ("w8a8", "none")
 # How 4-bit weights are chosen: "gptq" fits them to calibration activations (data/calibration.txt through
 # the float model), "plain" rounds each block on its own. docs/models.md, "Fitting the 4-bit weights".
 FITS = ("gptq", "plain")
+# How much a gptq build fits: "default" fits the matrices where the fit measurably helps (qkv, o, gate_up and
+# the head); "best" also fits down_proj, which costs ~70% of the fitting time and moved neither figure of
+# docs/models.md beyond its noise (91.17% agreement, KL 0.0393 with it; 91.03%, 0.0395 without).
+QUALITIES = ("default", "best")
+DEFAULT_FITTED = ("qkv_proj", "o_proj", "gate_up_proj", "lm_head")
 
 
 def open_source(path: Path) -> WeightSource:
@@ -158,6 +164,7 @@ def build_model(
     prefill: str = "w8a8",
     kv_layout: str = "views",
     fit: str = "gptq",
+    quality: str = "default",
 ) -> BuildResult:
     """Build the model folder ``out`` from ``src`` (a .gguf file or a Hugging Face folder).
 
@@ -179,8 +186,12 @@ def build_model(
             format 2 folders, which the engine still runs (kept for the tests that check it does).
         fit: ``gptq`` (default) fits the fast style's 4-bit layer weights to the activations of a
             calibration text, which lets ``gate_up_proj`` use blocks of 64 (fewer bytes per token) at a
-            smaller error than the plain fit at 32; it adds a few minutes to a build. ``plain`` rounds
-            each block on its own. A tokenizer that reads too little of the text falls back to ``plain``.
+            smaller error than the plain fit at 32; it adds about a minute to a build on 2 cores. ``plain``
+            rounds each block on its own. A tokenizer that reads too little of the text falls back to
+            ``plain``.
+        quality: with ``gptq``, ``default`` fits ``DEFAULT_FITTED`` (qkv, o, gate_up and the head) and
+            rounds ``down_proj`` plainly; ``best`` fits ``down_proj`` too (about 2.5x the fitting time, no
+            measurable gain on the 0.5B model: docs/models.md).
 
     Raises:
         ModelError: with a one-line message, for any unusable input or output.
@@ -199,6 +210,8 @@ def build_model(
         raise ModelError(f"unknown prefill graph '{prefill}' (choose {', '.join(PREFILL_PRECISIONS)})")
     if fit not in FITS:
         raise ModelError(f"unknown weight fit '{fit}' (choose {', '.join(FITS)})")
+    if quality not in QUALITIES:
+        raise ModelError(f"unknown build quality '{quality}' (choose {', '.join(QUALITIES)})")
     # fp32 stays exact and a w8a8 build already is the prefill graph: neither gets a second graph.
     quantized = precision in ("int4", "int8")
     prefill_precision = prefill if style == "fast" and prefill != "none" and quantized else None
@@ -224,6 +237,7 @@ def build_model(
                 prefill_precision,
                 kv_layout,
                 fit,
+                quality,
                 progress,
                 clock,
             )
@@ -323,6 +337,7 @@ def _write_folder(
     prefill_precision: str | None,
     kv_layout: str,
     fit: str,
+    quality: str,
     progress: Progress | None,
     clock: _PhaseClock,
 ) -> str:
@@ -330,7 +345,8 @@ def _write_folder(
     cfg = source.config
     fitted_layers = style == "fast" and precision == "int4"  # what a fit applies to
     clock.start("calibration")
-    calibration = _calibration(source, progress) if fit == "gptq" and fitted_layers else None
+    kinds = None if quality == "best" else DEFAULT_FITTED
+    calibration = _calibration(source, progress, kinds) if fit == "gptq" and fitted_layers else None
     used_fit = "gptq" if calibration is not None else "plain"
     graphs = [(MODEL_FILE, precision)]
     if prefill_precision:
@@ -373,6 +389,8 @@ def _write_folder(
                 del head
     finally:
         pool.shutdown(wait=True, cancel_futures=True)  # a cancelled build leaves no fit running
+        if calibration is not None:
+            calibration.close()  # and no reference pass
     del calibration, shared
     clock.start("tokenizer and manifest")
     (tmp / TOKENIZER_FILE).write_text(with_string_merges(source.tokenizer.tokenizer_json), encoding="utf-8")
@@ -391,6 +409,7 @@ def _write_folder(
         "kv_layout": kv_layout if style == "fast" else None,
         "block_sizes": _block_sizes(style, precision, head_precision, cfg.vocab_size, used_fit == "gptq"),
         "fit": used_fit if fitted_layers else None,
+        "quality": quality if used_fit == "gptq" else None,
         "config": cfg.to_dict() | {"head_dim": cfg.head_dim},
         "max_context": cfg.max_context,
         "eos_token_ids": list(tok.eos_token_ids),
@@ -417,16 +436,19 @@ def _write_folder(
     return used_fit
 
 
-def _calibration(source: WeightSource, progress: Progress | None) -> dict[str, np.ndarray] | None:
-    """The calibration text's activations at every linear layer, or None where the text does not tokenize."""
-    from qwen_desktop.convert.calibration import MIN_TOKENS, calibration_ids, layer_inputs
+def _calibration(
+    source: WeightSource, progress: Progress | None, kinds: tuple[str, ...] | None
+) -> StreamedInputs | None:
+    """The calibration text's activations at every linear layer, computed on their own thread while the
+    graphs are built (``calibration.StreamedInputs``), or None where the text does not tokenize."""
+    from qwen_desktop.convert.calibration import MIN_TOKENS, StreamedInputs, calibration_ids
 
     ids = calibration_ids(source.tokenizer.tokenizer_json, source.config)
     if len(ids) < MIN_TOKENS:
         return None
     if progress:
         progress("calibration", 0, 1)
-    return layer_inputs(source.config, source.tensor, ids, progress)
+    return StreamedInputs(source.config, source.tensor, ids, kinds)
 
 
 def _graph_progress(progress: Progress | None, index: int, count: int, label: str) -> Progress | None:

@@ -8,7 +8,8 @@ to the float ones, which is what lets the MLP's largest matrix use blocks of 64 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+import threading
+from collections.abc import Callable, Collection, Iterator, Mapping
 from importlib import resources
 
 import numpy as np
@@ -76,3 +77,91 @@ def layer_inputs(
 
     model.forward(ids, capture=keep, head=False)
     return inputs
+
+
+LAYER_INPUTS = ("qkv_proj", "o_proj", "gate_up_proj", "down_proj")
+
+
+def input_names(cfg: QwenConfig, kinds: Collection[str] | None = None) -> tuple[str, ...]:
+    """The names ``layer_inputs`` keeps, in the order the reference reaches them: every linear layer's
+    input and the head's (``lm_head``), or only those of ``kinds`` (``"down_proj"``, ``"lm_head"``, …)."""
+    names = (*(f"layers.{i}.{m}" for i in range(cfg.num_layers) for m in LAYER_INPUTS), "lm_head")
+    return names if kinds is None else tuple(n for n in names if n.rsplit(".", 1)[-1] in kinds)
+
+
+class _StoppedError(Exception):
+    """Raised inside the reference pass to end it early (``StreamedInputs.close``)."""
+
+
+class StreamedInputs(Mapping[str, np.ndarray]):
+    """``layer_inputs`` computed on a thread of its own while the caller already uses the first layers.
+
+    ``inputs[name]`` (and ``get``) wait until the reference pass has reached ``name``; a name the pass does
+    not keep (the embedding's, or a kind not in ``kinds``) is missing at once. The weight fits of layer 0 can so start while the pass is
+    still in layer 1: the pass and the fits share the cores instead of taking turns. An error in the pass
+    is raised to whoever waits; ``close`` ends the pass early (a cancelled build).
+    """
+
+    def __init__(
+        self,
+        cfg: QwenConfig,
+        fetch: Callable[[str], np.ndarray],
+        ids: list[int],
+        kinds: Collection[str] | None = None,
+    ) -> None:
+        self._names = input_names(cfg, kinds)
+        self._known = frozenset(self._names)
+        self._got: dict[str, np.ndarray] = {}
+        self._error: BaseException | None = None
+        self._ended = False
+        self._stop = False
+        self._changed = threading.Condition()
+        self._thread = threading.Thread(
+            target=self._run, args=(cfg, fetch, ids), name="calibration", daemon=True
+        )
+        self._thread.start()
+
+    def _run(self, cfg: QwenConfig, fetch: Callable[[str], np.ndarray], ids: list[int]) -> None:
+        def keep(name: str, x: np.ndarray) -> None:
+            if self._stop:
+                raise _StoppedError
+            if name not in self._known:
+                return
+            with self._changed:
+                self._got[name] = np.asarray(x, dtype=np.float32)
+                self._changed.notify_all()
+
+        try:
+            ReferenceModel(cfg, _LazyWeights(fetch)).forward(ids, capture=keep, head=False)
+        except _StoppedError:
+            pass
+        except BaseException as exc:  # handed to the waiting fits
+            self._error = exc
+        finally:
+            with self._changed:
+                self._ended = True
+                self._changed.notify_all()
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        if name not in self._known:
+            raise KeyError(name)
+        with self._changed:
+            while name not in self._got and not self._ended:
+                self._changed.wait()
+            if name in self._got:
+                return self._got[name]
+        if self._error is not None:
+            raise self._error
+        raise KeyError(name)  # the pass was closed before it got here
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+    def close(self) -> None:
+        """End the pass at its next layer input and wait for its thread; what it kept is dropped."""
+        self._stop = True
+        self._thread.join()
+        self._got.clear()

@@ -14,6 +14,7 @@ from qwen_desktop.convert.onnx_writer import BLOCK_SIZE, fast_block_size
 from qwen_desktop.convert.quant import quantize_blockwise
 from qwen_desktop.convert.reference import ReferenceModel
 from qwen_desktop.convert.weights import EMBED, LM_HEAD, layer_names
+from qwen_desktop.engine.errors import ModelError
 from qwen_desktop.engine.manifest import read_manifest
 from tests.onnx_steps import StepRunner
 
@@ -373,8 +374,9 @@ def test_progress_reports_every_layer(tmp_path, tiny_gguf):
     stages = [s for s, _, _ in seen]
     assert "layer 1/2" in stages and "layer 2/2" in stages and stages[-1] == "done"
     assert "prefill graph: layer 2/2" in stages
-    # the calibration pass (the default fit) reports each layer too, before the graphs
-    assert [(d, t) for s, d, t in seen if s == "calibration"][-2:] == [(1, 2), (2, 2)]
+    # the calibration pass (the default fit) starts before the graphs and runs alongside them: the layers'
+    # fits wait for their inputs, so the layer steps are its progress too
+    assert [(d, t) for s, d, t in seen if s == "calibration"] == [(0, 1)]
     assert stages.index("calibration") < stages.index("layer 1/2")
     # both graphs share one bar: 4 steps each (embedding, 2 layers, head)
     ticks = [
@@ -454,3 +456,56 @@ def test_the_reference_hands_out_every_linear_layers_input(tiny_cfg, tiny_weight
     assert np.array_equal(seen["lm_head"], states)
     ref.reset()
     np.testing.assert_allclose(ref.forward(PROMPT), states @ tiny_weights[LM_HEAD].T, rtol=1e-5, atol=1e-5)
+
+
+def test_calibration_inputs_streamed_from_their_own_thread_are_the_same_and_fail_loudly(
+    tiny_cfg, tiny_weights
+):
+    from qwen_desktop.convert.calibration import StreamedInputs, input_names, layer_inputs
+
+    ids = list(range(3, 70))
+    want = layer_inputs(tiny_cfg, tiny_weights.__getitem__, ids)
+    streamed = StreamedInputs(tiny_cfg, tiny_weights.__getitem__, ids)
+    assert list(streamed) == list(input_names(tiny_cfg)) and sorted(want) == sorted(streamed)
+    for name in reversed(input_names(tiny_cfg)):  # waits for the pass to get there
+        np.testing.assert_array_equal(streamed[name], want[name])
+    assert streamed.get("embed_tokens") is None  # a name the pass never keeps does not wait
+    streamed.close()
+
+    def broken(name):
+        if name.startswith("model.layers.1."):
+            raise ModelError("tensor model.layers.1.x is corrupt")
+        return tiny_weights[name]
+
+    failing = StreamedInputs(tiny_cfg, broken, ids)
+    np.testing.assert_array_equal(failing["layers.0.down_proj"], want["layers.0.down_proj"])
+    with pytest.raises(ModelError, match="corrupt"):
+        failing["layers.1.qkv_proj"]  # the fit that needs it gets the pass's error
+    failing.close()
+
+
+def test_the_default_fit_rounds_down_proj_plainly_and_best_fits_it_too(tmp_path, tiny_gguf, tiny_weights):
+    """down_proj's fit costs most of a build's fitting time and measured no gain (docs/models.md), so the
+    default rounds it block by block; --quality best fits it like the other matrices."""
+    import onnx
+    from onnx import numpy_helper
+
+    from qwen_desktop.convert.quant import quantize_blockwise
+
+    def weights(folder, name):
+        model = onnx.load(str(folder / "model.onnx"))
+        return next(numpy_helper.to_array(t) for t in model.graph.initializer if t.name == name)
+
+    default = build_model(tiny_gguf, tmp_path / "default", prefill="none")
+    best = build_model(tiny_gguf, tmp_path / "best", prefill="none", quality="best")
+    assert read_manifest(default.folder)["quality"] == "default"
+    assert read_manifest(best.folder)["quality"] == "best"
+    down = "layers.0.down_proj.qweight"
+    plain = quantize_blockwise(tiny_weights["model.layers.0.mlp.down_proj.weight"], 4, 128).packed
+    np.testing.assert_array_equal(weights(default.folder, down), plain)
+    assert not np.array_equal(weights(best.folder, down), plain)
+    # the other layer matrices are fitted the same way in both
+    gate_up = "layers.0.gate_up_proj.qweight"
+    np.testing.assert_array_equal(weights(default.folder, gate_up), weights(best.folder, gate_up))
+    with pytest.raises(ModelError, match="unknown build quality"):
+        build_model(tiny_gguf, tmp_path / "bad", quality="fastest")

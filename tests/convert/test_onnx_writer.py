@@ -102,7 +102,9 @@ def test_weight_fits_on_worker_threads_write_the_same_graph_byte_for_byte(tiny_c
     from qwen_desktop.convert.calibration import layer_inputs
 
     rng = np.random.default_rng(3)
-    calibration = layer_inputs(tiny_cfg, tiny_weights.__getitem__, list(rng.integers(0, tiny_cfg.vocab_size, 80)))
+    calibration = layer_inputs(
+        tiny_cfg, tiny_weights.__getitem__, list(rng.integers(0, tiny_cfg.vocab_size, 80))
+    )
 
     def both(pool):
         kw = {"head_precision": "int4", "split_head": True, "pool": pool}

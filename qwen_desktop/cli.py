@@ -335,10 +335,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dir", help=dir_help)
     p.set_defaults(func=cmd_import)
     from qwen_desktop.cli_chat import add_parsers
+    from qwen_desktop.cli_chats import add_parsers as add_history_parsers
     from qwen_desktop.cli_serve import add_parser as add_serve_parser
 
     add_parsers(sub)
     add_serve_parser(sub)
+    add_history_parsers(sub)
     return parser
 
 

@@ -142,6 +142,33 @@ class SearchHit:
     updated_at: float
 
 
+@dataclass(frozen=True)
+class ChatDump:
+    """A conversation with every message of its tree, as `ChatStore.dump` reads it and
+    `ChatStore.import_chats` writes it.
+
+    Attributes:
+        conversation: The conversation.
+        messages: All its messages, every version, each parent before its children (oldest first).
+    """
+
+    conversation: Conversation
+    messages: tuple[Message, ...]
+
+
+@dataclass(frozen=True)
+class ImportResult:
+    """What `ChatStore.import_chats` did.
+
+    Attributes:
+        imported: The new conversations' ids, in the order given.
+        skipped: The ids of the conversations already in the database with the same `uid`, left as they are.
+    """
+
+    imported: tuple[int, ...]
+    skipped: tuple[int, ...]
+
+
 def _migration_1_initial_schema(conn: sqlite3.Connection) -> None:
     statements = [
         """CREATE TABLE conversations (
@@ -806,6 +833,20 @@ class ChatStore:
             )
         return [_message(row) for row in rows]
 
+    def messages(self, conversation_id: int) -> list[Message]:
+        """Every message of a conversation, all versions, oldest first.
+
+        Raises:
+            NotFoundError: There is no such conversation.
+        """
+        with self._lock:
+            self.get_conversation(conversation_id)
+            rows = self._query(
+                f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE conversation_id = ? ORDER BY id",
+                (conversation_id,),
+            )
+        return [_message(row) for row in rows]
+
     def siblings(self, message_id: int) -> list[Message]:
         """The messages with the same parent (in the same conversation), itself included, oldest first.
 
@@ -852,6 +893,113 @@ class ChatStore:
                 raise NotFoundError(f"Message {message_id} does not exist.")
             conn.execute("UPDATE conversations SET head_message_id = ? WHERE id = ?", (leaf, conversation_id))
         return self.path(conversation_id)
+
+    # Export and import
+
+    @contextlib.contextmanager
+    def _snapshot(self) -> Iterator[None]:
+        """One read transaction under the lock: the queries inside it see one state of the file, while
+        another connection (the app, when this is a command-line tool) can go on writing."""
+        with self._lock:
+            try:
+                self._conn.execute("BEGIN DEFERRED")
+            except (sqlite3.Error, UnicodeDecodeError) as exc:
+                raise sqlite_storage_error(exc, self.file) from exc
+            try:
+                yield
+            finally:
+                with contextlib.suppress(sqlite3.Error):
+                    self._conn.execute("COMMIT")  # nothing was written: this only ends the snapshot
+
+    def dump(self, conversation_ids: Sequence[int] | None = None) -> list[ChatDump]:
+        """Whole conversations with all their messages, read from one consistent snapshot.
+
+        Args:
+            conversation_ids: Which ones, in this order; None for all, in `list_conversations` order.
+
+        Raises:
+            NotFoundError: An id does not exist.
+        """
+        with self._snapshot():
+            conversations = (
+                self.list_conversations()
+                if conversation_ids is None
+                else [self.get_conversation(i) for i in conversation_ids]
+            )
+            return [ChatDump(c, tuple(self.messages(c.id))) for c in conversations]
+
+    def import_chats(self, chats: Sequence[ChatDump]) -> ImportResult:
+        """Add whole conversations in one transaction: all of them, or nothing if one is invalid.
+
+        Each keeps its title, times, pin, system prompt and `uid`, and every message its role, text,
+        status, stats and times; they get new ids. In a `ChatDump` given here, the conversation's `id` is
+        ignored and message ids only link the messages of that chat: a message's `parent_id` must be an
+        earlier message of the same dump (or None), `head_message_id` one of its messages (or None).
+
+        A conversation whose `uid` is already in the database is skipped (it was exported from here, or
+        imported before); one with an empty `uid` gets a new one.
+
+        Raises:
+            ValueError: A parent or head is not an earlier message of its chat, two messages share an id,
+                a role or status is unknown, or text is not valid Unicode (nothing was imported).
+            StorageError: The database cannot be written (nothing was imported).
+        """
+        imported: list[int] = []
+        skipped: list[int] = []
+        with self._transaction() as conn:
+            for dump in chats:
+                found = self._import_one(conn, dump)
+                (imported if found[1] else skipped).append(found[0])
+        return ImportResult(tuple(imported), tuple(skipped))
+
+    def _import_one(self, conn: sqlite3.Connection, dump: ChatDump) -> tuple[int, bool]:
+        """Insert one dump; returns (its new id, True), or (the existing chat's id, False) if already here."""
+        c = dump.conversation
+        uid = c.uid or uuid.uuid4().hex
+        row = conn.execute("SELECT id FROM conversations WHERE uid = ?", (uid,)).fetchone()
+        if row is not None:
+            return int(row[0]), False
+        try:
+            cur = conn.execute(
+                "INSERT INTO conversations (title, created_at, updated_at, system_prompt, pinned, uid)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                (c.title, c.created_at, c.updated_at, c.system_prompt, 1 if c.pinned else 0, uid),
+            )
+            conversation_id = cast(int, cur.lastrowid)
+            new_ids: dict[int, int] = {}
+            for m in dump.messages:
+                if m.role not in ROLES:
+                    raise ValueError(f"role must be one of {', '.join(ROLES)}, not {m.role!r}")
+                _check_status(m.status)
+                if m.id in new_ids:
+                    raise ValueError(f"two messages of chat {c.title!r} have the id {m.id}")
+                if m.parent_id is not None and m.parent_id not in new_ids:
+                    raise ValueError(f"message {m.id}'s parent is not an earlier message of chat {c.title!r}")
+                cur = conn.execute(
+                    "INSERT INTO messages (conversation_id, parent_id, role, content, status, stats_json,"
+                    " created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        conversation_id,
+                        None if m.parent_id is None else new_ids[m.parent_id],
+                        m.role,
+                        m.content,
+                        m.status,
+                        _stats_json(m.stats),
+                        m.created_at,
+                        m.updated_at,
+                    ),
+                )
+                new_ids[m.id] = cast(int, cur.lastrowid)
+            head = c.head_message_id
+            if head is not None and head not in new_ids:
+                raise ValueError(f"the head of chat {c.title!r} is not one of its messages")
+            conn.execute(
+                "UPDATE conversations SET head_message_id = ? WHERE id = ?",
+                (None if head is None else new_ids[head], conversation_id),
+            )
+        except UnicodeEncodeError:  # a lone surrogate: SQLite stores UTF-8
+            raise ValueError(f"chat {c.title!r} has text that is not valid Unicode") from None
+        return conversation_id, True
 
     # Search
 

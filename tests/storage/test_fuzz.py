@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 
 from qwen_desktop.storage.chats import ChatStore, open_chat_store
 from qwen_desktop.storage.errors import StorageError
+from qwen_desktop.storage.export import chats_json
 from qwen_desktop.storage.files import read_json
 from qwen_desktop.storage.settings import CONTEXT_MAX, CONTEXT_MIN, Settings, load_settings
 
@@ -130,6 +131,7 @@ def _read_everything(path: Path) -> None:
                     store.get_message(message.id)
             for query in ("answer", "qu", "question 1"):
                 store.search(query)
+            chats_json(store)  # an export of all chats leaves damaged ones out
             store.create_conversation("after the damage")
         except StorageError as exc:
             assert "\n" not in str(exc)

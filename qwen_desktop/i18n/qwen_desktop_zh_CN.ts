@@ -12,281 +12,357 @@
 <context>
     <name>DownloadDialog</name>
     <message>
-        <location filename="../ui/download_dialog.py" line="233"/>
-        <location filename="../ui/download_dialog.py" line="301"/>
+        <location filename="../ui/download_dialog.py" line="254"/>
+        <location filename="../ui/download_dialog.py" line="325"/>
         <source>Download a model</source>
         <translation>下载模型</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="234"/>
+        <location filename="../ui/download_dialog.py" line="255"/>
         <source>Model download</source>
         <translation>模型下载</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="239"/>
+        <location filename="../ui/download_dialog.py" line="260"/>
         <source>What is being installed</source>
         <translation>正在安装的内容</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="243"/>
+        <location filename="../ui/download_dialog.py" line="264"/>
         <source>Where it comes from</source>
         <translation>来源</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="249"/>
+        <location filename="../ui/download_dialog.py" line="275"/>
         <source>Stage</source>
         <translation>阶段</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="252"/>
+        <location filename="../ui/download_dialog.py" line="270"/>
         <source>Progress</source>
         <translation>进度</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="257"/>
+        <location filename="../ui/download_dialog.py" line="281"/>
         <source>Bytes, speed and time left</source>
         <translation>已下载、速度和剩余时间</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="261"/>
+        <location filename="../ui/download_dialog.py" line="285"/>
         <source>Note</source>
         <translation>说明</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="267"/>
+        <location filename="../ui/download_dialog.py" line="291"/>
         <source>Problem</source>
         <translation>问题</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="274"/>
+        <location filename="../ui/download_dialog.py" line="298"/>
         <source>Import from disk…</source>
         <translation>从磁盘导入…</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="275"/>
+        <location filename="../ui/download_dialog.py" line="299"/>
         <source>Import a model from disk instead</source>
         <translation>改为从磁盘导入模型</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="279"/>
-        <location filename="../ui/download_dialog.py" line="426"/>
-        <location filename="../ui/download_dialog.py" line="476"/>
+        <location filename="../ui/download_dialog.py" line="303"/>
+        <location filename="../ui/download_dialog.py" line="537"/>
+        <location filename="../ui/download_dialog.py" line="587"/>
         <source>Resume</source>
         <translation>继续</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="280"/>
+        <location filename="../ui/download_dialog.py" line="304"/>
         <source>Resume or retry the download</source>
         <translation>继续或重试下载</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="285"/>
+        <location filename="../ui/download_dialog.py" line="309"/>
         <source>Use this model</source>
         <translation>使用此模型</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="286"/>
+        <location filename="../ui/download_dialog.py" line="310"/>
         <source>Use this model now</source>
         <translation>立即使用此模型</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="290"/>
-        <location filename="../ui/download_dialog.py" line="355"/>
+        <location filename="../ui/download_dialog.py" line="314"/>
+        <location filename="../ui/download_dialog.py" line="394"/>
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="291"/>
+        <location filename="../ui/download_dialog.py" line="315"/>
         <source>Cancel or close</source>
         <translation>取消或关闭</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="302"/>
+        <location filename="../ui/download_dialog.py" line="326"/>
         <source>&lt;b&gt;Downloading %1&lt;/b&gt;</source>
         <translation>&lt;b&gt;正在下载 %1&lt;/b&gt;</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="304"/>
+        <location filename="../ui/download_dialog.py" line="328"/>
         <source>about %1</source>
         <translation>约 %1</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="306"/>
+        <location filename="../ui/download_dialog.py" line="330"/>
         <source>licence %1</source>
         <translation>许可证 %1</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="310"/>
+        <location filename="../ui/download_dialog.py" line="334"/>
         <source>Cancel keeps what has arrived: pressing Download again later continues from there. The file is checked against the hub&apos;s SHA-256 before it is used.</source>
         <translation>取消会保留已下载的部分：之后再次点击“下载”会从那里继续。文件在使用前会与模型库提供的 SHA-256 校验。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="314"/>
+        <location filename="../ui/download_dialog.py" line="339"/>
         <source>Connecting to the Hugging Face hub…</source>
         <translation>正在连接 Hugging Face 模型库…</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="320"/>
+        <location filename="../ui/download_dialog.py" line="346"/>
         <source>Import a model</source>
         <translation>导入模型</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="321"/>
+        <location filename="../ui/download_dialog.py" line="347"/>
         <source>&lt;b&gt;Importing %1&lt;/b&gt;</source>
         <translation>&lt;b&gt;正在导入 %1&lt;/b&gt;</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="325"/>
-        <source>A GGUF file or Hugging Face folder is converted once; a 0.5B model takes about six minutes on two cores.</source>
-        <translation>GGUF 文件或 Hugging Face 文件夹只需转换一次，在双核电脑上 0.5B 模型大约需要六分钟。</translation>
-    </message>
-    <message>
-        <location filename="../ui/download_dialog.py" line="328"/>
+        <location filename="../ui/download_dialog.py" line="360"/>
         <source>Reading…</source>
         <translation>正在读取…</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="366"/>
-        <source>Downloading…</source>
-        <translation>正在下载…</translation>
-    </message>
-    <message>
-        <location filename="../ui/download_dialog.py" line="368"/>
+        <location filename="../ui/download_dialog.py" line="404"/>
         <source>%1 of %2</source>
         <translation>%1 / %2</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="370"/>
+        <location filename="../ui/download_dialog.py" line="406"/>
         <source>%1/s</source>
         <translation>%1/秒</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="372"/>
-        <source>%1 left</source>
-        <translation>剩余 %1</translation>
-    </message>
-    <message>
-        <location filename="../ui/download_dialog.py" line="380"/>
-        <source>Building the model: %1</source>
-        <translation>正在构建模型：%1</translation>
-    </message>
-    <message>
-        <location filename="../ui/download_dialog.py" line="382"/>
-        <source>step %1 of %2</source>
-        <translation>第 %1 步，共 %2 步</translation>
-    </message>
-    <message>
-        <location filename="../ui/download_dialog.py" line="394"/>
+        <location filename="../ui/download_dialog.py" line="499"/>
         <source>Close</source>
         <translation>关闭</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="401"/>
+        <location filename="../ui/download_dialog.py" line="520"/>
         <source>Installed</source>
         <translation>已安装</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="405"/>
+        <location filename="../ui/download_dialog.py" line="508"/>
         <source>%1 · %2 on disk · in %3</source>
         <translation>%1 · 占用 %2 · 位于 %3</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="410"/>
+        <location filename="../ui/download_dialog.py" line="278"/>
+        <source>Time taken and time left</source>
+        <translation>已用时间和剩余时间</translation>
+    </message>
+    <message>
+        <location filename="../ui/download_dialog.py" line="354"/>
+        <source>The file is prepared once for this app; that takes about %1 min on a 2-core laptop (less on a faster computer). Cancel stops it and leaves nothing behind.</source>
+        <translation>文件只需为本应用准备一次；在双核笔记本电脑上大约需要 %1 分钟（更快的电脑用时更短）。“取消”会停止并且不留下任何内容。</translation>
+    </message>
+    <message>
+        <location filename="../ui/download_dialog.py" line="359"/>
+        <source>The model is copied into the models folder.</source>
+        <translation>模型将被复制到模型文件夹。</translation>
+    </message>
+    <message>
+        <location filename="../ui/download_dialog.py" line="424"/>
+        <source>Downloading the model</source>
+        <translation>正在下载模型</translation>
+    </message>
+    <message>
+        <location filename="../ui/download_dialog.py" line="425"/>
+        <source>Reading the file</source>
+        <translation>正在读取文件</translation>
+    </message>
+    <message>
+        <location filename="../ui/download_dialog.py" line="426"/>
+        <source>Trying the model on a sample text</source>
+        <translation>正在用示例文本试运行模型</translation>
+    </message>
+    <message>
+        <location filename="../ui/download_dialog.py" line="427"/>
+        <source>Making the model smaller so it runs fast</source>
+        <translation>正在缩小模型，让它运行得更快</translation>
+    </message>
+    <message>
+        <location filename="../ui/download_dialog.py" line="428"/>
+        <location filename="../ui/download_dialog.py" line="430"/>
+        <source>Saving</source>
+        <translation>正在保存</translation>
+    </message>
+    <message>
+        <location filename="../ui/download_dialog.py" line="429"/>
+        <source>Preparing quick reading of long messages</source>
+        <translation>正在准备快速读取长消息</translation>
+    </message>
+    <message>
+        <location filename="../ui/download_dialog.py" line="431"/>
+        <source>Finishing the model</source>
+        <translation>正在完成模型</translation>
+    </message>
+    <message>
+        <location filename="../ui/download_dialog.py" line="432"/>
+        <source>Checking the files</source>
+        <translation>正在检查文件</translation>
+    </message>
+    <message>
+        <location filename="../ui/download_dialog.py" line="433"/>
+        <source>Copying the model</source>
+        <translation>正在复制模型</translation>
+    </message>
+    <message>
+        <location filename="../ui/download_dialog.py" line="434"/>
+        <source>Starting the model</source>
+        <translation>正在启动模型</translation>
+    </message>
+    <message>
+        <location filename="../ui/download_dialog.py" line="446"/>
+        <source>%1 so far</source>
+        <translation>已用 %1</translation>
+    </message>
+    <message>
+        <location filename="../ui/download_dialog.py" line="448"/>
+        <source>working out the time left…</source>
+        <translation>正在估算剩余时间…</translation>
+    </message>
+    <message>
+        <location filename="../ui/download_dialog.py" line="450"/>
+        <source>about %1 left</source>
+        <translation>约剩 %1</translation>
+    </message>
+    <message>
+        <location filename="../ui/download_dialog.py" line="468"/>
+        <source>Installed. Switching to it as soon as the answer being written is done…</source>
+        <translation>已安装。正在生成的回答完成后即切换到它…</translation>
+    </message>
+    <message>
+        <location filename="../ui/download_dialog.py" line="478"/>
+        <source>Ready: the app now uses %1.</source>
+        <translation>就绪：应用现在使用 %1。</translation>
+    </message>
+    <message>
+        <location filename="../ui/download_dialog.py" line="488"/>
+        <source>Installed, but it could not be started</source>
+        <translation>已安装，但无法启动</translation>
+    </message>
+    <message>
+        <location filename="../ui/download_dialog.py" line="516"/>
+        <source>The model is installed; the app switches to it by itself.</source>
+        <translation>模型已安装，应用会自动切换到它。</translation>
+    </message>
+    <message>
+        <location filename="../ui/download_dialog.py" line="521"/>
         <source>The model is ready. It is listed among the installed models.</source>
         <translation>模型已就绪，已列在已安装的模型中。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="417"/>
+        <location filename="../ui/download_dialog.py" line="528"/>
         <source>Paused</source>
         <translation>已暂停</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="422"/>
+        <location filename="../ui/download_dialog.py" line="533"/>
         <source>What has arrived is kept in the models folder; Resume (or Download later) continues from there.</source>
         <translation>已下载的部分保留在模型文件夹中；点击“继续”（或之后再下载）会从那里继续。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="429"/>
+        <location filename="../ui/download_dialog.py" line="540"/>
         <source>The import was cancelled; nothing was installed.</source>
         <translation>导入已取消，未安装任何内容。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="433"/>
+        <location filename="../ui/download_dialog.py" line="544"/>
         <source>Stopped while building. The downloaded file is kept: Resume only builds it.</source>
         <translation>在构建时停止。已下载的文件会保留：“继续”只需重新构建。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="437"/>
+        <location filename="../ui/download_dialog.py" line="548"/>
         <source>Paused at %1 of %2.</source>
         <translation>暂停于 %1 / %2。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="442"/>
+        <location filename="../ui/download_dialog.py" line="553"/>
         <source>Stopped.</source>
         <translation>已停止。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="449"/>
+        <location filename="../ui/download_dialog.py" line="560"/>
         <source>The Hugging Face hub cannot be reached.</source>
         <translation>无法连接 Hugging Face 模型库。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="450"/>
+        <location filename="../ui/download_dialog.py" line="561"/>
         <source>This model was not found on the hub.</source>
         <translation>模型库中找不到此模型。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="451"/>
+        <location filename="../ui/download_dialog.py" line="562"/>
         <source>This model needs a Hugging Face login.</source>
         <translation>此模型需要登录 Hugging Face。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="452"/>
+        <location filename="../ui/download_dialog.py" line="563"/>
         <source>The download arrived damaged and was deleted; nothing was installed.</source>
         <translation>下载的文件已损坏并被删除，未安装任何内容。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="453"/>
+        <location filename="../ui/download_dialog.py" line="564"/>
         <source>Not enough disk space.</source>
         <translation>磁盘空间不足。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="454"/>
+        <location filename="../ui/download_dialog.py" line="565"/>
         <source>The hub keeps answering with an error.</source>
         <translation>模型库持续返回错误。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="455"/>
+        <location filename="../ui/download_dialog.py" line="566"/>
         <source>The connection keeps dropping; what arrived is kept.</source>
         <translation>连接不断中断；已下载的部分会保留。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="457"/>
+        <location filename="../ui/download_dialog.py" line="568"/>
         <source>The model could not be installed.</source>
         <translation>无法安装模型。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="460"/>
+        <location filename="../ui/download_dialog.py" line="571"/>
         <source>Check your connection and try again, or import a model file you already have (a GGUF file or a Hugging Face folder) with Import from disk…</source>
         <translation>请检查网络连接后重试，或通过“从磁盘导入…”导入已有的模型文件（GGUF 文件或 Hugging Face 文件夹）。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="465"/>
+        <location filename="../ui/download_dialog.py" line="576"/>
         <source>Failed</source>
         <translation>失败</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="467"/>
+        <location filename="../ui/download_dialog.py" line="578"/>
         <source>What has arrived is kept; Resume continues from there.</source>
         <translation>已下载的部分会保留；“继续”会从那里继续。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="476"/>
+        <location filename="../ui/download_dialog.py" line="587"/>
         <source>Try again</source>
         <translation>重试</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="494"/>
+        <location filename="../ui/download_dialog.py" line="605"/>
         <source>Stopping…</source>
         <translation>正在停止…</translation>
     </message>
@@ -294,245 +370,255 @@
 <context>
     <name>MainWindow</name>
     <message>
-        <location filename="../ui/main_window.py" line="132"/>
+        <location filename="../ui/main_window.py" line="136"/>
         <source>Qwen Desktop</source>
         <translation>Qwen 桌面版</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="169"/>
-        <location filename="../ui/main_window.py" line="170"/>
-        <location filename="../ui/main_window.py" line="332"/>
-        <location filename="../ui/main_window.py" line="565"/>
-        <location filename="../ui/main_window.py" line="687"/>
-        <location filename="../ui/main_window.py" line="699"/>
+        <location filename="../ui/main_window.py" line="173"/>
+        <location filename="../ui/main_window.py" line="174"/>
+        <location filename="../ui/main_window.py" line="336"/>
+        <location filename="../ui/main_window.py" line="576"/>
+        <location filename="../ui/main_window.py" line="698"/>
+        <location filename="../ui/main_window.py" line="710"/>
         <source>New chat</source>
         <translation>新对话</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="174"/>
+        <location filename="../ui/main_window.py" line="178"/>
         <source>Conversations</source>
         <translation>对话列表</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="178"/>
-        <location filename="../ui/main_window.py" line="574"/>
+        <location filename="../ui/main_window.py" line="182"/>
+        <location filename="../ui/main_window.py" line="585"/>
         <source>Rename</source>
         <translation>重命名</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="179"/>
+        <location filename="../ui/main_window.py" line="183"/>
         <source>Rename conversation</source>
         <translation>重命名对话</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="181"/>
-        <location filename="../ui/main_window.py" line="597"/>
+        <location filename="../ui/main_window.py" line="185"/>
+        <location filename="../ui/main_window.py" line="608"/>
         <source>Delete</source>
         <translation>删除</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="182"/>
-        <location filename="../ui/main_window.py" line="590"/>
+        <location filename="../ui/main_window.py" line="186"/>
+        <location filename="../ui/main_window.py" line="601"/>
         <source>Delete conversation</source>
         <translation>删除对话</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="188"/>
+        <location filename="../ui/main_window.py" line="192"/>
         <source>Models…</source>
         <translation>模型…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="189"/>
+        <location filename="../ui/main_window.py" line="193"/>
         <source>Models</source>
         <translation>模型</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="192"/>
+        <location filename="../ui/main_window.py" line="196"/>
         <source>Settings…</source>
         <translation>设置…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="193"/>
-        <location filename="../ui/main_window.py" line="335"/>
+        <location filename="../ui/main_window.py" line="197"/>
+        <location filename="../ui/main_window.py" line="339"/>
         <source>Settings</source>
         <translation>设置</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="206"/>
+        <location filename="../ui/main_window.py" line="210"/>
         <source>Problem</source>
         <translation>问题</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="209"/>
+        <location filename="../ui/main_window.py" line="213"/>
         <source>Choose a model…</source>
         <translation>选择模型…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="210"/>
+        <location filename="../ui/main_window.py" line="214"/>
         <source>Choose a model</source>
         <translation>选择模型</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="213"/>
+        <location filename="../ui/main_window.py" line="217"/>
         <source>Dismiss</source>
         <translation>关闭</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="214"/>
+        <location filename="../ui/main_window.py" line="218"/>
         <source>Dismiss the message</source>
         <translation>关闭此提示</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="232"/>
+        <location filename="../ui/main_window.py" line="236"/>
         <source>Editing notice</source>
         <translation>编辑提示</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="237"/>
+        <location filename="../ui/main_window.py" line="241"/>
         <source>Context warning</source>
         <translation>上下文警告</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="246"/>
+        <location filename="../ui/main_window.py" line="250"/>
         <source>Message</source>
         <translation>消息</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="247"/>
+        <location filename="../ui/main_window.py" line="251"/>
         <source>Ask anything — Enter sends, Shift+Enter adds a line</source>
         <translation>随便问——回车发送，Shift+回车换行</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="252"/>
+        <location filename="../ui/main_window.py" line="256"/>
         <source>Send</source>
         <translation>发送</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="253"/>
+        <location filename="../ui/main_window.py" line="257"/>
         <source>Send message</source>
         <translation>发送消息</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="255"/>
-        <location filename="../ui/main_window.py" line="334"/>
+        <location filename="../ui/main_window.py" line="259"/>
+        <location filename="../ui/main_window.py" line="338"/>
         <source>Stop</source>
         <translation>停止</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="256"/>
+        <location filename="../ui/main_window.py" line="260"/>
         <source>Stop the answer</source>
         <translation>停止回答</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="271"/>
+        <location filename="../ui/main_window.py" line="275"/>
         <source>Starting…</source>
         <translation>正在启动…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="272"/>
+        <location filename="../ui/main_window.py" line="276"/>
         <source>Status</source>
         <translation>状态</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="277"/>
+        <location filename="../ui/main_window.py" line="281"/>
         <source>Answer speed</source>
         <translation>回答速度</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="280"/>
+        <location filename="../ui/main_window.py" line="284"/>
         <source>Local server</source>
         <translation>本地服务器</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="284"/>
+        <location filename="../ui/main_window.py" line="288"/>
         <source>Context used</source>
         <translation>已用上下文</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="287"/>
-        <location filename="../ui/main_window.py" line="859"/>
+        <location filename="../ui/main_window.py" line="291"/>
+        <location filename="../ui/main_window.py" line="873"/>
         <source>context: –</source>
         <translation>上下文：–</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="296"/>
+        <location filename="../ui/main_window.py" line="300"/>
         <source>&lt;h2&gt;Welcome to Qwen Desktop&lt;/h2&gt;</source>
         <translation>&lt;h2&gt;欢迎使用 Qwen 桌面版&lt;/h2&gt;</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="301"/>
+        <location filename="../ui/main_window.py" line="305"/>
         <source>Qwen Desktop answers with a language model that runs on this computer; nothing leaves it.&lt;br&gt;To start, import a Qwen2.5 model you have on disk: a &lt;b&gt;GGUF file&lt;/b&gt; (as used by LM Studio, Ollama and llama.cpp) or a &lt;b&gt;Hugging Face folder&lt;/b&gt; (config.json, *.safetensors, tokenizer.json). It is converted once; a 0.5B model takes about six minutes on two cores.&lt;br&gt;&lt;br&gt;Or download one from the Models page (the only time the app uses the network).</source>
         <translation>Qwen 桌面版使用在这台电脑上运行的语言模型回答问题，任何内容都不会离开本机。&lt;br&gt;开始之前，请导入磁盘上已有的 Qwen2.5 模型：&lt;b&gt;GGUF 文件&lt;/b&gt;（LM Studio、Ollama 和 llama.cpp 使用的格式）或 &lt;b&gt;Hugging Face 文件夹&lt;/b&gt;（config.json、*.safetensors、tokenizer.json）。模型只需转换一次，在双核电脑上 0.5B 模型大约需要六分钟。&lt;br&gt;&lt;br&gt;也可以在“模型”页面下载（这是应用唯一使用网络的地方）。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="314"/>
+        <location filename="../ui/main_window.py" line="318"/>
         <source>Import or download a model…</source>
         <translation>导入或下载模型…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="315"/>
+        <location filename="../ui/main_window.py" line="319"/>
         <source>Open the models page</source>
         <translation>打开模型页面</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="433"/>
+        <location filename="../ui/main_window.py" line="440"/>
         <source>Ready · %1 · %2</source>
         <translation>就绪 · %1 · %2</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="438"/>
+        <location filename="../ui/main_window.py" line="445"/>
         <source>%1
 Loaded in %2 s, warmed up in %3 s</source>
         <translation>%1
 加载用时 %2 秒，预热用时 %3 秒</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="459"/>
+        <location filename="../ui/main_window.py" line="470"/>
         <source>1 thread</source>
         <translation>1 个线程</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="459"/>
+        <location filename="../ui/main_window.py" line="470"/>
         <source>%1 threads</source>
         <translation>%1 个线程</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="521"/>
+        <location filename="../ui/main_window.py" line="532"/>
         <source>Switching to %1…</source>
         <translation>正在切换到 %1…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="898"/>
+        <location filename="../ui/main_window.py" line="912"/>
         <source>System prompt: %1 · history and message: %2 · kept for the reply: %3</source>
         <translation>系统提示：%1 · 历史与消息：%2 · 为回答保留：%3</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="1007"/>
+        <location filename="../ui/main_window.py" line="1012"/>
+        <source>%1 is installed; the app switches to it when this answer is done.</source>
+        <translation>%1 已安装；此回答完成后应用会切换到它。</translation>
+    </message>
+    <message>
+        <location filename="../ui/main_window.py" line="1032"/>
+        <source>Now using %1, the model just installed.</source>
+        <translation>现在使用刚安装的模型 %1。</translation>
+    </message>
+    <message>
+        <location filename="../ui/main_window.py" line="1100"/>
         <source>The local server could not start on port %1: %2</source>
         <translation>本地服务器无法在端口 %1 上启动：%2</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="1021"/>
+        <location filename="../ui/main_window.py" line="1114"/>
         <source>API %1</source>
         <translation>API %1</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="1023"/>
+        <location filename="../ui/main_window.py" line="1116"/>
         <source>API request running… (%1)</source>
         <translation>API 请求进行中…（%1）</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="1026"/>
+        <location filename="../ui/main_window.py" line="1119"/>
         <source>Apps on this computer can use the model at %1/v1 (OpenAI-compatible).</source>
         <translation>本机上的应用可以通过 %1/v1 使用此模型（兼容 OpenAI）。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="1035"/>
+        <location filename="../ui/main_window.py" line="1128"/>
         <source>Waiting for an API request to finish…</source>
         <translation>正在等待 API 请求完成…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="310"/>
+        <location filename="../ui/main_window.py" line="314"/>
         <source>Welcome text</source>
         <translation>欢迎说明</translation>
     </message>
@@ -542,128 +628,128 @@ Loaded in %2 s, warmed up in %3 s</source>
         <translation>本次无法保存对话：%1</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="333"/>
+        <location filename="../ui/main_window.py" line="337"/>
         <source>Focus the message box</source>
         <translation>转到输入框</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="336"/>
+        <location filename="../ui/main_window.py" line="340"/>
         <source>Copy the last answer</source>
         <translation>复制最后一条回答</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="392"/>
+        <location filename="../ui/main_window.py" line="396"/>
         <source>No model yet</source>
         <translation>尚无模型</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="404"/>
-        <location filename="../ui/main_window.py" line="413"/>
+        <location filename="../ui/main_window.py" line="408"/>
+        <location filename="../ui/main_window.py" line="417"/>
         <source>Loading model…</source>
         <translation>正在加载模型…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="412"/>
+        <location filename="../ui/main_window.py" line="416"/>
         <source>Reading model folder…</source>
         <translation>正在读取模型文件夹…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="414"/>
+        <location filename="../ui/main_window.py" line="418"/>
         <source>Warming up…</source>
         <translation>正在预热…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="449"/>
+        <location filename="../ui/main_window.py" line="456"/>
         <source>The model could not be loaded: %1</source>
         <translation>无法加载模型：%1</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="450"/>
+        <location filename="../ui/main_window.py" line="457"/>
         <source>No model loaded</source>
         <translation>未加载模型</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="482"/>
+        <location filename="../ui/main_window.py" line="493"/>
         <source>Measuring the best thread count…</source>
         <translation>正在测量最佳线程数…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="492"/>
+        <location filename="../ui/main_window.py" line="503"/>
         <source>Measuring the best thread count… %1/%2</source>
         <translation>正在测量最佳线程数… %1/%2</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="574"/>
+        <location filename="../ui/main_window.py" line="585"/>
         <source>Title:</source>
         <translation>标题：</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="591"/>
+        <location filename="../ui/main_window.py" line="602"/>
         <source>Delete “%1” and all its messages? This cannot be undone.</source>
         <translation>删除“%1”及其全部消息？此操作无法撤销。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="598"/>
+        <location filename="../ui/main_window.py" line="609"/>
         <source>Delete the conversation</source>
         <translation>删除此对话</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="728"/>
+        <location filename="../ui/main_window.py" line="739"/>
         <source>waiting for the first token…</source>
         <translation>等待第一个词元…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="746"/>
+        <location filename="../ui/main_window.py" line="757"/>
         <source>first token %1 s</source>
         <translation>首个词元 %1 秒</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="760"/>
+        <location filename="../ui/main_window.py" line="771"/>
         <source>first token %1 s · %2 tokens/s</source>
         <translation>首个词元 %1 秒 · %2 词元/秒</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="774"/>
+        <location filename="../ui/main_window.py" line="785"/>
         <source>first token %1 s · %2 tokens/s · %3 tokens</source>
         <translation>首个词元 %1 秒 · %2 词元/秒 · %3 个词元</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="789"/>
+        <location filename="../ui/main_window.py" line="800"/>
         <source>The answer failed: %1</source>
         <translation>回答失败：%1</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="807"/>
+        <location filename="../ui/main_window.py" line="821"/>
         <source>This chat was changed outside this window while the answer was written: the answer or its chat no longer exists, so the answer was not kept.</source>
         <translation>回答写入期间，此对话在本窗口之外被更改：回答或其对话已不存在，因此未保留该回答。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="829"/>
+        <location filename="../ui/main_window.py" line="843"/>
         <source>Editing an earlier message. Sending starts a new version of the conversation from here; the old version is kept (use ‹ › on the message to switch). Esc cancels.</source>
         <translation>正在编辑之前的消息。发送后将从这里开始对话的新版本；旧版本会保留（用消息上的 ‹ › 切换）。按 Esc 取消。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="846"/>
+        <location filename="../ui/main_window.py" line="860"/>
         <source>Answer copied</source>
         <translation>已复制回答</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="895"/>
+        <location filename="../ui/main_window.py" line="909"/>
         <source>%1 / %2 tokens</source>
         <translation>%1 / %2 词元</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="906"/>
+        <location filename="../ui/main_window.py" line="920"/>
         <source>Sending this pushes the %1 oldest message(s) out of the context: the model will not see them.</source>
         <translation>发送后，最早的 %1 条消息将被移出上下文，模型将看不到它们。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="909"/>
+        <location filename="../ui/main_window.py" line="923"/>
         <source>A message is too long for the context and will be shortened in the middle.</source>
         <translation>有一条消息超出上下文长度，将从中间截短。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="978"/>
+        <location filename="../ui/main_window.py" line="1071"/>
         <source>Applying settings…</source>
         <translation>正在应用设置…</translation>
     </message>
@@ -774,306 +860,306 @@ Loaded in %2 s, warmed up in %3 s</source>
 <context>
     <name>ModelsDialog</name>
     <message>
-        <location filename="../ui/models_dialog.py" line="114"/>
-        <location filename="../ui/models_dialog.py" line="115"/>
+        <location filename="../ui/models_dialog.py" line="121"/>
+        <location filename="../ui/models_dialog.py" line="122"/>
         <source>Models</source>
         <translation>模型</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="122"/>
+        <location filename="../ui/models_dialog.py" line="129"/>
         <source>Models folder:</source>
         <translation>模型文件夹：</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="124"/>
+        <location filename="../ui/models_dialog.py" line="131"/>
         <source>Models folder</source>
         <translation>模型文件夹</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="127"/>
+        <location filename="../ui/models_dialog.py" line="134"/>
         <source>Open folder</source>
         <translation>打开文件夹</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="128"/>
+        <location filename="../ui/models_dialog.py" line="135"/>
         <source>Open the models folder</source>
         <translation>打开模型文件夹</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="131"/>
+        <location filename="../ui/models_dialog.py" line="138"/>
         <source>Change folder…</source>
         <translation>更改文件夹…</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="132"/>
+        <location filename="../ui/models_dialog.py" line="139"/>
         <source>Change where models are stored</source>
         <translation>更改模型的存储位置</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="137"/>
+        <location filename="../ui/models_dialog.py" line="144"/>
         <source>Free disk space</source>
         <translation>可用磁盘空间</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="141"/>
-        <location filename="../ui/models_dialog.py" line="323"/>
+        <location filename="../ui/models_dialog.py" line="148"/>
+        <location filename="../ui/models_dialog.py" line="330"/>
         <source>Installed</source>
         <translation>已安装</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="145"/>
+        <location filename="../ui/models_dialog.py" line="152"/>
         <source>Default</source>
         <translation>默认</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="146"/>
-        <location filename="../ui/models_dialog.py" line="186"/>
+        <location filename="../ui/models_dialog.py" line="153"/>
+        <location filename="../ui/models_dialog.py" line="193"/>
         <source>Name</source>
         <translation>名称</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="147"/>
+        <location filename="../ui/models_dialog.py" line="154"/>
         <source>Precision</source>
         <translation>精度</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="148"/>
+        <location filename="../ui/models_dialog.py" line="155"/>
         <source>Size on disk</source>
         <translation>占用空间</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="149"/>
+        <location filename="../ui/models_dialog.py" line="156"/>
         <source>Source</source>
         <translation>来源</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="150"/>
+        <location filename="../ui/models_dialog.py" line="157"/>
         <source>Checksum</source>
         <translation>校验和</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="152"/>
+        <location filename="../ui/models_dialog.py" line="159"/>
         <source>Installed models</source>
         <translation>已安装的模型</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="159"/>
+        <location filename="../ui/models_dialog.py" line="166"/>
         <source>No model is installed yet: download one below, or import a file you already have.</source>
         <translation>尚未安装模型：请在下方下载，或导入已有的文件。</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="161"/>
+        <location filename="../ui/models_dialog.py" line="168"/>
         <source>No models yet</source>
         <translation>尚无模型</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="164"/>
+        <location filename="../ui/models_dialog.py" line="171"/>
         <source>Set as default</source>
         <translation>设为默认</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="165"/>
+        <location filename="../ui/models_dialog.py" line="172"/>
         <source>Make the selected model the default</source>
         <translation>将所选模型设为默认</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="168"/>
+        <location filename="../ui/models_dialog.py" line="175"/>
         <source>Delete…</source>
         <translation>删除…</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="169"/>
+        <location filename="../ui/models_dialog.py" line="176"/>
         <source>Delete the selected model</source>
         <translation>删除所选模型</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="173"/>
+        <location filename="../ui/models_dialog.py" line="180"/>
         <source>Import from disk…</source>
         <translation>从磁盘导入…</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="174"/>
+        <location filename="../ui/models_dialog.py" line="181"/>
         <source>Import a model from disk</source>
         <translation>从磁盘导入模型</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="176"/>
+        <location filename="../ui/models_dialog.py" line="183"/>
         <source>GGUF file…</source>
         <translation>GGUF 文件…</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="177"/>
+        <location filename="../ui/models_dialog.py" line="184"/>
         <source>Hugging Face folder or model folder…</source>
         <translation>Hugging Face 文件夹或模型文件夹…</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="183"/>
+        <location filename="../ui/models_dialog.py" line="190"/>
         <source>Available to download</source>
         <translation>可下载</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="186"/>
+        <location filename="../ui/models_dialog.py" line="193"/>
         <source>About</source>
         <translation>简介</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="186"/>
-        <location filename="../ui/models_dialog.py" line="330"/>
+        <location filename="../ui/models_dialog.py" line="193"/>
+        <location filename="../ui/models_dialog.py" line="337"/>
         <source>Download</source>
         <translation>下载</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="186"/>
+        <location filename="../ui/models_dialog.py" line="193"/>
         <source>Licence</source>
         <translation>许可证</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="187"/>
+        <location filename="../ui/models_dialog.py" line="194"/>
         <source>Models available to download</source>
         <translation>可下载的模型</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="194"/>
+        <location filename="../ui/models_dialog.py" line="201"/>
         <source>From the Hugging Face hub; nothing is fetched until you press Download. Each file is checked against the hub&apos;s SHA-256, then converted into a model folder here.</source>
         <translation>来自 Hugging Face 模型库；在点击“下载”之前不会获取任何内容。每个文件都会与模型库的 SHA-256 校验，然后在本机转换为模型文件夹。</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="200"/>
+        <location filename="../ui/models_dialog.py" line="207"/>
         <source>About downloads</source>
         <translation>关于下载</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="205"/>
+        <location filename="../ui/models_dialog.py" line="212"/>
         <source>Status</source>
         <translation>状态</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="210"/>
+        <location filename="../ui/models_dialog.py" line="217"/>
         <source>Close</source>
         <translation>关闭</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="214"/>
+        <location filename="../ui/models_dialog.py" line="221"/>
         <source>The catalogue cannot be read: %1</source>
         <translation>无法读取模型目录：%1</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="222"/>
+        <location filename="../ui/models_dialog.py" line="229"/>
         <source>Select all</source>
         <translation>全选</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="252"/>
+        <location filename="../ui/models_dialog.py" line="259"/>
         <source>%1 free on this disk</source>
         <translation>此磁盘可用 %1</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="260"/>
+        <location filename="../ui/models_dialog.py" line="267"/>
         <source>The models folder cannot be read: %1</source>
         <translation>无法读取模型文件夹：%1</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="272"/>
+        <location filename="../ui/models_dialog.py" line="279"/>
         <source>(in use)</source>
         <translation>（使用中）</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="274"/>
+        <location filename="../ui/models_dialog.py" line="281"/>
         <source>(broken: delete it or import it again)</source>
         <translation>（已损坏：请删除或重新导入）</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="278"/>
+        <location filename="../ui/models_dialog.py" line="285"/>
         <source>Included with the app</source>
         <translation>随应用附带</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="280"/>
+        <location filename="../ui/models_dialog.py" line="287"/>
         <source>Included with the app, in %1 (read-only: it cannot be deleted)</source>
         <translation>随应用附带，位于 %1（只读：不能删除）</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="283"/>
+        <location filename="../ui/models_dialog.py" line="290"/>
         <source>The default: opened when the app starts</source>
         <translation>默认：应用启动时打开</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="328"/>
+        <location filename="../ui/models_dialog.py" line="335"/>
         <source>Resume (%1 kept)</source>
         <translation>继续（已保留 %1）</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="333"/>
+        <location filename="../ui/models_dialog.py" line="340"/>
         <source>Download %1</source>
         <translation>下载 %1</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="371"/>
+        <location filename="../ui/models_dialog.py" line="378"/>
         <source>Included with the app: it is read-only and cannot be deleted</source>
         <translation>随应用附带：只读，不能删除</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="393"/>
+        <location filename="../ui/models_dialog.py" line="400"/>
         <source>%1 is now the default; the app switches to it when this window closes.</source>
         <translation>%1 现在是默认模型；关闭此窗口后应用将切换到它。</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="408"/>
+        <location filename="../ui/models_dialog.py" line="415"/>
         <source>Model in use</source>
         <translation>使用中的模型</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="410"/>
+        <location filename="../ui/models_dialog.py" line="417"/>
         <source>%1 is the model in use, so it is not deleted. Make another model the default (Set as default), close this window so the app switches to it, then delete this one.</source>
         <translation>%1 是正在使用的模型，因此不会被删除。请先将另一个模型设为默认（“设为默认”），关闭此窗口让应用切换过去，再删除此模型。</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="420"/>
+        <location filename="../ui/models_dialog.py" line="427"/>
         <source>Delete model</source>
         <translation>删除模型</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="422"/>
+        <location filename="../ui/models_dialog.py" line="429"/>
         <source>Delete %1? Its folder (%2, %3) is removed from disk. It can be downloaded or imported again.</source>
         <translation>删除 %1？其文件夹（%2，%3）将从磁盘中移除。之后可以重新下载或导入。</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="440"/>
+        <location filename="../ui/models_dialog.py" line="447"/>
         <source>Deleted %1.</source>
         <translation>已删除 %1。</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="451"/>
+        <location filename="../ui/models_dialog.py" line="458"/>
         <source>Where to store models</source>
         <translation>模型存储位置</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="463"/>
+        <location filename="../ui/models_dialog.py" line="470"/>
         <source>Models are now stored in %1. The models in %2 stay there (move them by hand if you like).</source>
         <translation>模型现在存储在 %1。%2 中的模型会留在原处（如需要可手动移动）。</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="469"/>
+        <location filename="../ui/models_dialog.py" line="476"/>
         <source>The setting could not be saved: %1</source>
         <translation>无法保存设置：%1</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="517"/>
+        <location filename="../ui/models_dialog.py" line="526"/>
         <source>Import a GGUF file</source>
         <translation>导入 GGUF 文件</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="517"/>
+        <location filename="../ui/models_dialog.py" line="526"/>
         <source>GGUF models (*.gguf)</source>
         <translation>GGUF 模型 (*.gguf)</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="524"/>
+        <location filename="../ui/models_dialog.py" line="533"/>
         <source>Import a model folder</source>
         <translation>导入模型文件夹</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="529"/>
+        <location filename="../ui/models_dialog.py" line="538"/>
         <source>Installed %1.</source>
         <translation>已安装 %1。</translation>
     </message>

@@ -5,8 +5,10 @@
 cross threads are signals and the cancel ``threading.Event``; the registry's progress callbacks are plain
 callables that emit signals, at most ~10 a second.
 
-``DownloadDialog`` shows one install: bytes, speed and time left, then the build, then the result. Cancel keeps
-the partial download, so a later Download resumes it.
+``DownloadDialog`` shows one install on one bar that only moves forward over every phase (download, build,
+and, when its owner loads the model, the first load; ``library.progress``), with the time since the start, the
+time left and the phase in plain words, then the result. Cancel keeps the partial download, so a later Download
+resumes it.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import threading
 import time
 from pathlib import Path
 
-from PySide6.QtCore import QObject, Qt, QThread, Signal, Slot
+from PySide6.QtCore import QObject, Qt, QThread, QTimer, Signal, Slot
 from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import (
     QDialog,
@@ -28,6 +30,7 @@ from PySide6.QtWidgets import (
 )
 
 from qwen_desktop.engine.errors import ModelError
+from qwen_desktop.library import progress as phases
 from qwen_desktop.library.catalog import CatalogEntry
 from qwen_desktop.library.download import (
     OFFLINE_MESSAGE,
@@ -41,12 +44,14 @@ from qwen_desktop.library.download import (
     HubOfflineError,
     HubServerError,
 )
+from qwen_desktop.library.progress import InstallProgress, ProgressState, download_plan, import_plan
 from qwen_desktop.library.registry import InstalledModel, Registry
 from qwen_desktop.units import human_bytes, human_seconds
 from qwen_desktop.worker import emit, forward_signals, signal_names
 
 PROGRESS_INTERVAL = 0.1  # seconds between progress signals: the registry reports every 64 KiB chunk
-BAR_STEPS = 1000  # the bar counts per mille, so sizes above 2 GiB fit in its int range
+BAR_STEPS = 1000  # the bar counts per mille of the whole install
+TICK_MS = 1000  # the elapsed time and the time left are redrawn this often between reports
 
 ERROR_KINDS: tuple[tuple[type[Exception], str], ...] = (
     (HubOfflineError, "offline"),
@@ -199,17 +204,24 @@ class DownloadDialog(QDialog):
     Args:
         models_dir: the models folder to install into.
         catalog: the catalogue that names the downloads.
-        parent: the models dialog.
+        parent: the models dialog (or the main window).
+
+    Set ``follow_load`` before starting when the owner loads the new model once it is installed (the main
+    window does): the bar then also covers that first load, which the owner reports with :meth:`load_phase`,
+    :meth:`waiting_for_answer`, :meth:`load_done` and :meth:`load_failed`; the dialog closes itself once the
+    model is ready.
 
     Signals:
         installed(InstalledModel): the model is registered and appears in the installed list.
         use_requested(InstalledModel): "Use this model" was pressed (the dialog then closes).
         import_requested(): "Import from disk…" was pressed after the hub could not be reached.
+        progress_changed(ProgressState): the bar, phase or times changed.
     """
 
     installed = Signal(object)
     use_requested = Signal(object)
     import_requested = Signal()
+    progress_changed = Signal(object)
 
     def __init__(self, models_dir: Path, catalog: list[CatalogEntry], parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -229,6 +241,15 @@ class DownloadDialog(QDialog):
         self._close_when_stopped = False
         self._last_progress: DownloadProgress | None = None
         self._building = False
+        self.follow_load = False
+        self.loading = False  # installed; the owner is loading it (follow_load)
+        self._waiting = False  # installed; the owner loads it once the answer being written is done
+        self.tracker: InstallProgress | None = None
+        self.state: ProgressState | None = None
+        self._bytes_text = ""
+        self._ticker = QTimer(self)
+        self._ticker.setInterval(TICK_MS)
+        self._ticker.timeout.connect(self._tick)
 
         self.setWindowTitle(self.tr("Download a model"))
         self.setAccessibleName(self.tr("Model download"))
@@ -245,14 +266,17 @@ class DownloadDialog(QDialog):
         self.source_label.setEnabled(False)  # the palette's muted text
         self.source_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         layout.addWidget(self.source_label)
-        self.stage = QLabel()
-        self.stage.setAccessibleName(self.tr("Stage"))
-        layout.addWidget(self.stage)
         self.bar = QProgressBar()
         self.bar.setAccessibleName(self.tr("Progress"))
         self.bar.setRange(0, BAR_STEPS)
         self.bar.setValue(0)
         layout.addWidget(self.bar)
+        self.stage = QLabel()
+        self.stage.setAccessibleName(self.tr("Stage"))
+        layout.addWidget(self.stage)
+        self.times = QLabel()
+        self.times.setAccessibleName(self.tr("Time taken and time left"))
+        layout.addWidget(self.times)
         self.detail = QLabel()
         self.detail.setAccessibleName(self.tr("Bytes, speed and time left"))
         self.detail.setWordWrap(True)
@@ -311,7 +335,9 @@ class DownloadDialog(QDialog):
                 "The file is checked against the hub's SHA-256 before it is used."
             )
         )
-        self._begin(self.tr("Connecting to the Hugging Face hub…"))
+        self._begin(
+            self.tr("Connecting to the Hugging Face hub…"), download_plan(entry.kind, self.follow_load)
+        )
         self.task.download(entry.name)
 
     def start_import(self, path: Path) -> None:
@@ -320,12 +346,18 @@ class DownloadDialog(QDialog):
         self.setWindowTitle(self.tr("Import a model"))
         self.title.setText(self.tr("<b>Importing %1</b>").replace("%1", _escape(self.source.name)))
         self.source_label.setText(str(self.source))
-        self.note.setText(
-            self.tr(
-                "A GGUF file or Hugging Face folder is converted once; a 0.5B model takes about six minutes on two cores."
+        plan = import_plan(self.source, self.follow_load)
+        if phases.QUANTIZE in plan:
+            minutes = max(1, round(sum(phases.PHASE_SECONDS[p] for p in plan) / 60))
+            self.note.setText(
+                self.tr(
+                    "The file is prepared once for this app; that takes about %1 min on a 2-core laptop "
+                    "(less on a faster computer). Cancel stops it and leaves nothing behind."
+                ).replace("%1", str(minutes))
             )
-        )
-        self._begin(self.tr("Reading…"))
+        else:
+            self.note.setText(self.tr("The model is copied into the models folder."))
+        self._begin(self.tr("Reading…"), plan)
         self.task.import_path(self.source)
 
     def retry(self) -> None:
@@ -337,18 +369,25 @@ class DownloadDialog(QDialog):
         elif self.source is not None:
             self.start_import(self.source)
 
-    def _begin(self, stage: str) -> None:
+    def _begin(self, stage: str, plan: tuple[str, ...]) -> None:
         self.running = True
+        self.loading = False
+        self._waiting = False
         self.model = None
         self.error = None
         self._close_when_stopped = False
+        self.tracker = InstallProgress(plan)
+        self.state = None
+        self._bytes_text = ""
         self.stage.setText(stage)
-        self.bar.setRange(0, 0)  # busy until the first progress report says how far along it is
         self.bar.setValue(0)
+        self.times.setText("")
         self.detail.setText("")
         self.detail.setToolTip("")
         self._last_progress = None
         self._building = False
+        self._show(self.tracker.state())
+        self._ticker.start()
         self.error_label.hide()
         for button in (self.import_button, self.retry_button, self.use_button):
             button.hide()
@@ -358,39 +397,105 @@ class DownloadDialog(QDialog):
     # ----------------------------------------------------------------- progress
 
     def _on_download_progress(self, progress: DownloadProgress) -> None:
-        if not self.running:
+        if not self.running or self.tracker is None:
             return
         self._last_progress = progress
-        self._steps()
         total = max(progress.total, 1)
-        self.stage.setText(self.tr("Downloading…"))
-        self.bar.setValue(min(BAR_STEPS, progress.done * BAR_STEPS // total))
         text = self.tr("%1 of %2").replace("%1", human_bytes(progress.done)).replace("%2", human_bytes(total))
         if progress.speed > 0:
             text += " · " + self.tr("%1/s").replace("%1", human_bytes(progress.speed))
-        if progress.eta is not None and progress.done < total:
-            text += " · " + self.tr("%1 left").replace("%1", human_seconds(progress.eta))
-        self.detail.setText(text)
+        self._bytes_text = text
+        self._show(self.tracker.download(progress.done, progress.total, progress.eta))
 
     def _on_build_progress(self, stage: str, done: int, total: int) -> None:
-        if not self.running:
+        if not self.running or self.tracker is None:
             return
         self._building = True
-        self._steps()
-        self.stage.setText(self.tr("Building the model: %1").replace("%1", stage))
-        self.bar.setValue(min(BAR_STEPS, done * BAR_STEPS // max(total, 1)))
-        self.detail.setText(self.tr("step %1 of %2").replace("%1", str(done)).replace("%2", str(total)))
+        self._bytes_text = ""
+        self._show(self.tracker.build(stage, done, total))
 
-    def _steps(self) -> None:
-        """Leave the busy indicator for a bar that counts steps."""
-        if self.bar.maximum() != BAR_STEPS:
-            self.bar.setRange(0, BAR_STEPS)
+    def _tick(self) -> None:
+        if self.tracker is not None and (self.running or self.loading):
+            self._show(self.tracker.state())
+
+    def phase_text(self, phase: str) -> str:
+        """What ``phase`` (a ``library.progress`` phase) is doing, in plain words."""
+        texts = {
+            phases.FETCH: self.tr("Downloading the model"),
+            phases.READ: self.tr("Reading the file"),
+            phases.CALIBRATE: self.tr("Trying the model on a sample text"),
+            phases.QUANTIZE: self.tr("Making the model smaller so it runs fast"),
+            phases.WRITE: self.tr("Saving"),
+            phases.PREFILL: self.tr("Preparing quick reading of long messages"),
+            phases.WRITE_PREFILL: self.tr("Saving"),
+            phases.HEAD: self.tr("Finishing the model"),
+            phases.VERIFY: self.tr("Checking the files"),
+            phases.COPY: self.tr("Copying the model"),
+            phases.LOAD: self.tr("Starting the model"),
+        }
+        return texts.get(phase, phase)
+
+    def _show(self, state: ProgressState) -> None:
+        """Draw ``state``: the bar (it only moves forward), the phase, the time taken and the time left."""
+        self.state = state
+        self.bar.setValue(max(self.bar.value(), round(state.fraction * BAR_STEPS)))
+        if self._waiting:
+            pass  # the stage says what it waits for
+        elif state.phase != phases.FETCH or self._last_progress is not None or state.fraction > 0:
+            self.stage.setText(self.phase_text(state.phase) + "…")
+        times = self.tr("%1 so far").replace("%1", human_seconds(state.elapsed))
+        if state.remaining is None:
+            times += " · " + self.tr("working out the time left…")
+        else:
+            times += " · " + self.tr("about %1 left").replace("%1", _about(state.remaining))
+        self.times.setText(times)
+        self.detail.setText(self._bytes_text)
+        emit(self.progress_changed, state)
+
+    # ----------------------------------------------------------------- the first load (follow_load)
+
+    def load_phase(self, what: str) -> None:
+        """The owner's load of the new model says ``what`` ("Loading model…", "Warming up…")."""
+        if self.loading and self.tracker is not None:
+            self._waiting = False
+            self._show(self.tracker.load(what))
+
+    def waiting_for_answer(self) -> None:
+        """The owner switches to the new model once the answer being written has finished."""
+        if self.loading:
+            self._waiting = True
+            self.stage.setText(
+                self.tr("Installed. Switching to it as soon as the answer being written is done…")
+            )
+
+    def load_done(self, name: str) -> None:
+        """The new model is loaded and in use: show it, then close."""
+        if not self.loading or self.tracker is None:
+            return
+        self.loading = False
+        self._ticker.stop()
+        self._show(self.tracker.finish())
+        self.stage.setText(self.tr("Ready: the app now uses %1.").replace("%1", name))
+        self._ended()
+        QTimer.singleShot(0, self.accept)
+
+    def load_failed(self, message: str) -> None:
+        """The new model is installed but could not be loaded."""
+        if not self.loading:
+            return
+        self.loading = False
+        self._ticker.stop()
+        self.stage.setText(self.tr("Installed, but it could not be started"))
+        self.error_label.setText(_escape(message))
+        self.error_label.show()
+        self._ended()
 
     # ----------------------------------------------------------------- endings
 
     def _ended(self) -> None:
-        self._steps()
         self.running = False
+        if not self.loading:
+            self._ticker.stop()
         self.close_button.setText(self.tr("Close"))
         self.close_button.setEnabled(True)
         if self._close_when_stopped:
@@ -398,18 +503,24 @@ class DownloadDialog(QDialog):
 
     def _on_installed(self, model: InstalledModel) -> None:
         self.model = model
-        self.stage.setText(self.tr("Installed"))
-        self._steps()
-        self.bar.setValue(BAR_STEPS)
+        self._bytes_text = ""
         self.detail.setText(
             self.tr("%1 · %2 on disk · in %3")
             .replace("%1", model.precision)
             .replace("%2", human_bytes(model.bytes_on_disk))
             .replace("%3", str(model.folder))
         )
-        self.note.setText(self.tr("The model is ready. It is listed among the installed models."))
-        self.use_button.show()
-        self.use_button.setDefault(True)
+        if self.follow_load and self.tracker is not None:
+            self.loading = True  # the owner loads it now and reports here
+            self._show(self.tracker.update(phases.LOAD, 0.0))
+            self.note.setText(self.tr("The model is installed; the app switches to it by itself."))
+        else:
+            if self.tracker is not None:
+                self._show(self.tracker.finish())
+            self.stage.setText(self.tr("Installed"))
+            self.note.setText(self.tr("The model is ready. It is listed among the installed models."))
+            self.use_button.show()
+            self.use_button.setDefault(True)
         self._ended()
         emit(self.installed, model)
 
@@ -527,6 +638,13 @@ class DownloadDialog(QDialog):
             event.ignore()  # type: ignore[attr-defined]
             return
         super().closeEvent(event)  # type: ignore[arg-type]
+
+
+def _about(seconds: float) -> str:
+    """A time left as people say it: to 5 s under a minute, to the minute above (an estimate, not a clock)."""
+    if seconds < 60:
+        return human_seconds(max(5, 5 * round(seconds / 5)))
+    return human_seconds(60 * round(seconds / 60)).replace(" 00 s", "")
 
 
 def _escape(text: str) -> str:

@@ -126,6 +126,10 @@ class MainWindow(QMainWindow):
         self._plan_request = 0  # the newest context-meter count asked for
         self.last_plan: ContextPlan | None = None
         self.server: Any = None  # the local API server (qwen_desktop.server.LocalServer) while it is on
+        self.install_dialog: Any = None  # the install the window started (first-run page, a drop)
+        self._models_dialog: Any = None  # the models page while it is open
+        self._switch: tuple[Any, Any] | None = None  # (InstalledModel, DownloadDialog): switch to it next
+        self._switch_after_answer = False  # ... once the answer being written is done
         app = QApplication.instance()
         self.colors = apply_theme(app, self.settings.theme)  # type: ignore[arg-type]
 
@@ -414,6 +418,8 @@ class MainWindow(QMainWindow):
             "Warming up…": self.tr("Warming up…"),
         }
         self.status_label.setText(texts.get(what, what))
+        if self._switch is not None and _alive(self._switch[1]):
+            self._switch[1].load_phase(what)
 
     def _on_loaded(self, info: ModelInfo) -> None:
         if self._closing:
@@ -423,6 +429,7 @@ class MainWindow(QMainWindow):
         self._update_controls()
         self.update_meter()
         render_markdown("Warm `up`.\n\n```python\nx = 1\n```\n")  # build the parser before the first answer
+        self._switched(info)
         # Auto threads never measured for this model here: measure once the window has been idle a while
         self._sweep_pending = self.settings.threads == 0 and self.measured_speeds(info.folder) is None
         self._restart_sweep_idle()
@@ -449,6 +456,10 @@ class MainWindow(QMainWindow):
         self.show_banner(self.tr("The model could not be loaded: %1").replace("%1", message), model=True)
         self.status_label.setText(self.tr("No model loaded"))
         self._update_controls()
+        if self._switch is not None:
+            if _alive(self._switch[1]):
+                self._switch[1].load_failed(message)
+            self._switch = None
 
     def _on_reconfigured(self, info: ModelInfo) -> None:
         self._on_loaded(info)
@@ -791,6 +802,9 @@ class MainWindow(QMainWindow):
         self.update_meter()
         self._restart_sweep_idle()
         emit(self.answer_finished, result)
+        if self._switch is not None and self._switch_after_answer and not self.bridge.busy:
+            self._switch_after_answer = False
+            self.load_model(Path(self._switch[0].folder))  # installed while this answer was written
 
     def _message_exists(self, message_id: int) -> bool:
         try:
@@ -932,12 +946,91 @@ class MainWindow(QMainWindow):
 
         in_use = self.model_info.folder if self.model_info is not None else None
         dialog = ModelsDialog(self.settings, self.settings_file, model_in_use=in_use, parent=self)
-        dialog.exec()
+        dialog.follow_load = True
+        dialog.install_dialog_opened.connect(self._follow_install)
+        self._models_dialog = dialog
+        try:
+            dialog.exec()
+        finally:
+            self._models_dialog = None
         new = dialog.result_settings()
         if new != self.settings:
             self.apply_settings(new)
         elif self.model_info is None and self.load_error is None and self.configured_model() is not None:
             self.load_configured_model()
+
+    # ----------------------------------------------------------------- installing a model
+
+    def start_install(self, source: Path | None = None, entry: Any = None) -> Any:
+        """Import ``source`` (a file or a folder) or download the catalogue ``entry`` in the install dialog,
+        then switch to the new model by itself. Returns the dialog (None when one is already running)."""
+        from qwen_desktop.engine.errors import ModelError
+        from qwen_desktop.library.catalog import load_app_catalog
+        from qwen_desktop.ui.download_dialog import DownloadDialog
+
+        if _alive(self.install_dialog):
+            if self.install_dialog.running or self.install_dialog.loading:
+                self.install_dialog.raise_()
+                return None
+            self.install_dialog.deleteLater()
+        try:
+            catalog = load_app_catalog()
+        except ModelError:  # a broken mirror catalogue does not stop an import from disk
+            catalog = []
+        dialog = DownloadDialog(self.models_dir(), catalog, self)
+        dialog.setWindowModality(Qt.WindowModality.WindowModal)
+        dialog.follow_load = True
+        self._follow_install(dialog)
+        self.install_dialog = dialog
+        if entry is not None:
+            dialog.start_download(entry)
+        else:
+            dialog.start_import(Path(source or "."))
+        dialog.open()
+        return dialog
+
+    def _follow_install(self, dialog: Any) -> None:
+        """Switch to what ``dialog`` installs, and report the first load in it."""
+        dialog.installed.connect(lambda model: self.switch_to_installed(model, dialog))
+
+    def switch_to_installed(self, model: Any, dialog: Any = None) -> None:
+        """Use ``model`` (just installed) from now on: make it the default and load it, at once or, while an
+        answer is being written, right after it. The status bar says so once it is ready."""
+        from qwen_desktop.engine.errors import ModelError
+        from qwen_desktop.library.registry import Registry
+
+        with contextlib.suppress(ModelError, OSError):
+            Registry(self.models_dir()).set_default(model.name)
+        self.settings = replace(self.settings, model_path=str(model.folder))
+        self._save_settings()
+        if self._models_dialog is not None:
+            self._models_dialog.model_switched(model)
+        self._switch = (model, dialog)
+        self._switch_after_answer = self.bridge.busy
+        if self.bridge.busy:
+            self.status_label.setText(
+                self.tr("%1 is installed; the app switches to it when this answer is done.").replace(
+                    "%1", model.display_name
+                )
+            )
+            if _alive(dialog):
+                dialog.waiting_for_answer()
+            return
+        self.load_model(Path(model.folder))
+
+    def _switched(self, info: ModelInfo) -> None:
+        """A load ended: if it was the switch to a model just installed, say so and let its dialog close."""
+        if self._switch is None:
+            return
+        model, dialog = self._switch
+        if Path(info.folder).resolve() != Path(model.folder).resolve():
+            return
+        self._switch = None
+        if _alive(dialog):
+            dialog.load_done(model.display_name)
+        self.statusBar().showMessage(
+            self.tr("Now using %1, the model just installed.").replace("%1", model.display_name), 15000
+        )
 
     def models_dir(self) -> Path:
         """The models folder."""
@@ -1069,6 +1162,8 @@ class MainWindow(QMainWindow):
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt's name
         """Stop a running answer, join the worker thread, keep the partial answer, close the database."""
         self._closing = True
+        if _alive(self.install_dialog):
+            self.install_dialog.stop()  # cancels a running install (nothing half-made is left) and joins
         self._meter_throttle.cancel()
         if self.server is not None:
             self.server.stop()
@@ -1082,3 +1177,10 @@ class MainWindow(QMainWindow):
                     self.store.update_message(self.streaming_id, status="cancelled")
         self.store.close()
         super().closeEvent(event)
+
+
+def _alive(widget: Any) -> bool:
+    """False for None, and once Qt has deleted ``widget`` (a dialog closed with its parent)."""
+    import shiboken6
+
+    return widget is not None and bool(shiboken6.isValid(widget))

@@ -78,13 +78,19 @@ class ModelsDialog(QDialog):
     After it closes, :meth:`result_settings` gives the settings with the model to switch to (a new default, a
     model chosen with "Use this model", or the first model installed when none was in use) and the folder.
 
+    With ``follow_load`` set (the main window sets it), every install dialog it opens covers the first load
+    too and is announced with ``install_dialog_opened``, so the owner can switch to the new model itself and
+    report that load; the owner then calls :meth:`model_switched`.
+
     Signals:
         default_changed(InstalledModel): the user made a model the default (or chose "Use this model").
         models_changed(): a model was installed or deleted, or the folder changed.
+        install_dialog_opened(DownloadDialog): a download or import is about to start in this dialog.
     """
 
     default_changed = Signal(object)
     models_changed = Signal()
+    install_dialog_opened = Signal(object)
 
     def __init__(
         self,
@@ -110,6 +116,7 @@ class ModelsDialog(QDialog):
                 catalog, self.catalog_error = [], str(exc)
         self.catalog = catalog
         self.installed: list[InstalledModel] = []
+        self.follow_load = False
 
         self.setWindowTitle(self.tr("Models"))
         self.setAccessibleName(self.tr("Models"))
@@ -481,6 +488,8 @@ class ModelsDialog(QDialog):
             self.download_dialog.deleteLater()
         dialog = DownloadDialog(self.models_dir, self.catalog, self)
         dialog.setWindowModality(Qt.WindowModality.WindowModal)
+        dialog.follow_load = self.follow_load
+        emit(self.install_dialog_opened, dialog)
         dialog.installed.connect(self._on_installed)
         dialog.use_requested.connect(self._on_use_requested)
         dialog.import_requested.connect(self.import_file)
@@ -530,6 +539,15 @@ class ModelsDialog(QDialog):
         self.refresh()
         self.select(model.name)
         emit(self.models_changed)
+
+    def model_switched(self, model: InstalledModel) -> None:
+        """The app now runs ``model`` (installed here and loaded by the owner): show it as in use, and keep
+        :meth:`result_settings` from switching back when this dialog closes."""
+        self.model_in_use = model.folder
+        self.settings = replace(self.settings, model_path=str(model.folder))
+        self.chosen = None
+        self.refresh()
+        self.select(model.name)
 
     def _on_use_requested(self, model: InstalledModel) -> None:
         self.select(model.name)

@@ -368,388 +368,482 @@
     </message>
 </context>
 <context>
-    <name>MainWindow</name>
+    <name>FirstRunPage</name>
     <message>
-        <location filename="../ui/main_window.py" line="136"/>
-        <source>Qwen Desktop</source>
-        <translation>Qwen 桌面版</translation>
-    </message>
-    <message>
-        <location filename="../ui/main_window.py" line="173"/>
-        <location filename="../ui/main_window.py" line="174"/>
-        <location filename="../ui/main_window.py" line="336"/>
-        <location filename="../ui/main_window.py" line="576"/>
-        <location filename="../ui/main_window.py" line="698"/>
-        <location filename="../ui/main_window.py" line="710"/>
-        <source>New chat</source>
-        <translation>新对话</translation>
-    </message>
-    <message>
-        <location filename="../ui/main_window.py" line="178"/>
-        <source>Conversations</source>
-        <translation>对话列表</translation>
-    </message>
-    <message>
-        <location filename="../ui/main_window.py" line="182"/>
-        <location filename="../ui/main_window.py" line="585"/>
-        <source>Rename</source>
-        <translation>重命名</translation>
-    </message>
-    <message>
-        <location filename="../ui/main_window.py" line="183"/>
-        <source>Rename conversation</source>
-        <translation>重命名对话</translation>
-    </message>
-    <message>
-        <location filename="../ui/main_window.py" line="185"/>
-        <location filename="../ui/main_window.py" line="608"/>
-        <source>Delete</source>
-        <translation>删除</translation>
-    </message>
-    <message>
-        <location filename="../ui/main_window.py" line="186"/>
-        <location filename="../ui/main_window.py" line="601"/>
-        <source>Delete conversation</source>
-        <translation>删除对话</translation>
-    </message>
-    <message>
-        <location filename="../ui/main_window.py" line="192"/>
-        <source>Models…</source>
-        <translation>模型…</translation>
-    </message>
-    <message>
-        <location filename="../ui/main_window.py" line="193"/>
-        <source>Models</source>
-        <translation>模型</translation>
-    </message>
-    <message>
-        <location filename="../ui/main_window.py" line="196"/>
-        <source>Settings…</source>
-        <translation>设置…</translation>
-    </message>
-    <message>
-        <location filename="../ui/main_window.py" line="197"/>
-        <location filename="../ui/main_window.py" line="339"/>
-        <source>Settings</source>
-        <translation>设置</translation>
-    </message>
-    <message>
-        <location filename="../ui/main_window.py" line="210"/>
-        <source>Problem</source>
-        <translation>问题</translation>
-    </message>
-    <message>
-        <location filename="../ui/main_window.py" line="213"/>
-        <source>Choose a model…</source>
-        <translation>选择模型…</translation>
-    </message>
-    <message>
-        <location filename="../ui/main_window.py" line="214"/>
+        <location filename="../ui/first_run.py" line="92"/>
+        <location filename="../ui/first_run.py" line="106"/>
         <source>Choose a model</source>
         <translation>选择模型</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="217"/>
+        <location filename="../ui/first_run.py" line="105"/>
+        <source>&lt;h2&gt;Choose a model&lt;/h2&gt;</source>
+        <translation>&lt;h2&gt;选择模型&lt;/h2&gt;</translation>
+    </message>
+    <message>
+        <location filename="../ui/first_run.py" line="110"/>
+        <source>Qwen Desktop answers with a model that runs on this computer: what you type never leaves it. Pick one to start.</source>
+        <translation>Qwen 桌面版使用在这台电脑上运行的模型来回答：你输入的内容不会离开这台电脑。请选择一个开始。</translation>
+    </message>
+    <message>
+        <location filename="../ui/first_run.py" line="115"/>
+        <source>About this page</source>
+        <translation>关于此页</translation>
+    </message>
+    <message>
+        <location filename="../ui/first_run.py" line="120"/>
+        <source>Use the model included with the app</source>
+        <translation>使用随应用附带的模型</translation>
+    </message>
+    <message>
+        <location filename="../ui/first_run.py" line="127"/>
+        <source>Download a model</source>
+        <translation>下载模型</translation>
+    </message>
+    <message>
+        <location filename="../ui/first_run.py" line="134"/>
+        <source>Use a model file you already have…</source>
+        <translation>使用已有的模型文件…</translation>
+    </message>
+    <message>
+        <location filename="../ui/first_run.py" line="136"/>
+        <source>For example one you downloaded for LM Studio or Ollama. It is prepared once for this app; the file itself is left as it is.</source>
+        <translation>例如你为 LM Studio 或 Ollama 下载的文件。它会为本应用准备一次；文件本身保持不变。</translation>
+    </message>
+    <message>
+        <location filename="../ui/first_run.py" line="140"/>
+        <source>Choose a model file on this computer</source>
+        <translation>选择这台电脑上的模型文件</translation>
+    </message>
+    <message>
+        <location filename="../ui/first_run.py" line="145"/>
+        <source>Choose a folder instead…</source>
+        <translation>改为选择文件夹…</translation>
+    </message>
+    <message>
+        <location filename="../ui/first_run.py" line="146"/>
+        <source>Choose a model folder on this computer</source>
+        <translation>选择这台电脑上的模型文件夹</translation>
+    </message>
+    <message>
+        <location filename="../ui/first_run.py" line="151"/>
+        <source>More models…</source>
+        <translation>更多模型…</translation>
+    </message>
+    <message>
+        <location filename="../ui/first_run.py" line="152"/>
+        <source>Show all the models you can download</source>
+        <translation>显示所有可下载的模型</translation>
+    </message>
+    <message>
+        <location filename="../ui/first_run.py" line="159"/>
+        <source>Or drop a model file or folder anywhere on this window.</source>
+        <translation>也可以把模型文件或文件夹拖放到此窗口的任意位置。</translation>
+    </message>
+    <message>
+        <location filename="../ui/first_run.py" line="160"/>
+        <source>Drop a model here</source>
+        <translation>把模型拖放到这里</translation>
+    </message>
+    <message>
+        <location filename="../ui/first_run.py" line="170"/>
+        <source>Start with %1</source>
+        <translation>使用 %1 开始</translation>
+    </message>
+    <message>
+        <location filename="../ui/first_run.py" line="172"/>
+        <source>Included with the app, ready at once (%1 on disk).</source>
+        <translation>随应用附带，立即可用（占用 %1）。</translation>
+    </message>
+    <message>
+        <location filename="../ui/first_run.py" line="178"/>
+        <source>Download %1</source>
+        <translation>下载 %1</translation>
+    </message>
+    <message>
+        <location filename="../ui/first_run.py" line="179"/>
+        <source>a few hundred MB</source>
+        <translation>几百 MB</translation>
+    </message>
+    <message>
+        <location filename="../ui/first_run.py" line="182"/>
+        <source>Downloads %1, then takes about %2 minutes to get ready on a 2-core laptop. Only this step uses the internet.</source>
+        <translation>下载 %1，然后在双核笔记本电脑上大约需要 %2 分钟准备。只有这一步会用到网络。</translation>
+    </message>
+    <message>
+        <location filename="../ui/first_run.py" line="194"/>
+        <source>Choose a model file</source>
+        <translation>选择模型文件</translation>
+    </message>
+    <message>
+        <location filename="../ui/first_run.py" line="196"/>
+        <source>Model files (*.gguf);;All files (*)</source>
+        <translation>模型文件 (*.gguf);;所有文件 (*)</translation>
+    </message>
+    <message>
+        <location filename="../ui/first_run.py" line="203"/>
+        <source>Choose a model folder</source>
+        <translation>选择模型文件夹</translation>
+    </message>
+</context>
+<context>
+    <name>MainWindow</name>
+    <message>
+        <location filename="../ui/main_window.py" line="146"/>
+        <source>Qwen Desktop</source>
+        <translation>Qwen 桌面版</translation>
+    </message>
+    <message>
+        <location filename="../ui/main_window.py" line="187"/>
+        <location filename="../ui/main_window.py" line="188"/>
+        <location filename="../ui/main_window.py" line="352"/>
+        <location filename="../ui/main_window.py" line="593"/>
+        <location filename="../ui/main_window.py" line="715"/>
+        <location filename="../ui/main_window.py" line="727"/>
+        <source>New chat</source>
+        <translation>新对话</translation>
+    </message>
+    <message>
+        <location filename="../ui/main_window.py" line="192"/>
+        <source>Conversations</source>
+        <translation>对话列表</translation>
+    </message>
+    <message>
+        <location filename="../ui/main_window.py" line="196"/>
+        <location filename="../ui/main_window.py" line="602"/>
+        <source>Rename</source>
+        <translation>重命名</translation>
+    </message>
+    <message>
+        <location filename="../ui/main_window.py" line="197"/>
+        <source>Rename conversation</source>
+        <translation>重命名对话</translation>
+    </message>
+    <message>
+        <location filename="../ui/main_window.py" line="199"/>
+        <location filename="../ui/main_window.py" line="625"/>
+        <source>Delete</source>
+        <translation>删除</translation>
+    </message>
+    <message>
+        <location filename="../ui/main_window.py" line="200"/>
+        <location filename="../ui/main_window.py" line="618"/>
+        <source>Delete conversation</source>
+        <translation>删除对话</translation>
+    </message>
+    <message>
+        <location filename="../ui/main_window.py" line="206"/>
+        <source>Models…</source>
+        <translation>模型…</translation>
+    </message>
+    <message>
+        <location filename="../ui/main_window.py" line="207"/>
+        <source>Models</source>
+        <translation>模型</translation>
+    </message>
+    <message>
+        <location filename="../ui/main_window.py" line="210"/>
+        <source>Settings…</source>
+        <translation>设置…</translation>
+    </message>
+    <message>
+        <location filename="../ui/main_window.py" line="211"/>
+        <location filename="../ui/main_window.py" line="355"/>
+        <source>Settings</source>
+        <translation>设置</translation>
+    </message>
+    <message>
+        <location filename="../ui/main_window.py" line="224"/>
+        <source>Problem</source>
+        <translation>问题</translation>
+    </message>
+    <message>
+        <location filename="../ui/main_window.py" line="227"/>
+        <source>Choose a model…</source>
+        <translation>选择模型…</translation>
+    </message>
+    <message>
+        <location filename="../ui/main_window.py" line="228"/>
+        <source>Choose a model</source>
+        <translation>选择模型</translation>
+    </message>
+    <message>
+        <location filename="../ui/main_window.py" line="231"/>
         <source>Dismiss</source>
         <translation>关闭</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="218"/>
+        <location filename="../ui/main_window.py" line="232"/>
         <source>Dismiss the message</source>
         <translation>关闭此提示</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="236"/>
+        <location filename="../ui/main_window.py" line="250"/>
         <source>Editing notice</source>
         <translation>编辑提示</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="241"/>
+        <location filename="../ui/main_window.py" line="255"/>
         <source>Context warning</source>
         <translation>上下文警告</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="250"/>
+        <location filename="../ui/main_window.py" line="264"/>
         <source>Message</source>
         <translation>消息</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="251"/>
+        <location filename="../ui/main_window.py" line="265"/>
         <source>Ask anything — Enter sends, Shift+Enter adds a line</source>
         <translation>随便问——回车发送，Shift+回车换行</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="256"/>
+        <location filename="../ui/main_window.py" line="270"/>
         <source>Send</source>
         <translation>发送</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="257"/>
+        <location filename="../ui/main_window.py" line="271"/>
         <source>Send message</source>
         <translation>发送消息</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="259"/>
-        <location filename="../ui/main_window.py" line="338"/>
+        <location filename="../ui/main_window.py" line="273"/>
+        <location filename="../ui/main_window.py" line="354"/>
         <source>Stop</source>
         <translation>停止</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="260"/>
+        <location filename="../ui/main_window.py" line="274"/>
         <source>Stop the answer</source>
         <translation>停止回答</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="275"/>
+        <location filename="../ui/main_window.py" line="289"/>
         <source>Starting…</source>
         <translation>正在启动…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="276"/>
+        <location filename="../ui/main_window.py" line="290"/>
         <source>Status</source>
         <translation>状态</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="281"/>
+        <location filename="../ui/main_window.py" line="295"/>
         <source>Answer speed</source>
         <translation>回答速度</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="284"/>
+        <location filename="../ui/main_window.py" line="298"/>
         <source>Local server</source>
         <translation>本地服务器</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="288"/>
+        <location filename="../ui/main_window.py" line="302"/>
         <source>Context used</source>
         <translation>已用上下文</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="291"/>
-        <location filename="../ui/main_window.py" line="873"/>
+        <location filename="../ui/main_window.py" line="305"/>
+        <location filename="../ui/main_window.py" line="890"/>
         <source>context: –</source>
         <translation>上下文：–</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="300"/>
-        <source>&lt;h2&gt;Welcome to Qwen Desktop&lt;/h2&gt;</source>
-        <translation>&lt;h2&gt;欢迎使用 Qwen 桌面版&lt;/h2&gt;</translation>
-    </message>
-    <message>
-        <location filename="../ui/main_window.py" line="305"/>
-        <source>Qwen Desktop answers with a language model that runs on this computer; nothing leaves it.&lt;br&gt;To start, import a Qwen2.5 model you have on disk: a &lt;b&gt;GGUF file&lt;/b&gt; (as used by LM Studio, Ollama and llama.cpp) or a &lt;b&gt;Hugging Face folder&lt;/b&gt; (config.json, *.safetensors, tokenizer.json). It is converted once; a 0.5B model takes about six minutes on two cores.&lt;br&gt;&lt;br&gt;Or download one from the Models page (the only time the app uses the network).</source>
-        <translation>Qwen 桌面版使用在这台电脑上运行的语言模型回答问题，任何内容都不会离开本机。&lt;br&gt;开始之前，请导入磁盘上已有的 Qwen2.5 模型：&lt;b&gt;GGUF 文件&lt;/b&gt;（LM Studio、Ollama 和 llama.cpp 使用的格式）或 &lt;b&gt;Hugging Face 文件夹&lt;/b&gt;（config.json、*.safetensors、tokenizer.json）。模型只需转换一次，在双核电脑上 0.5B 模型大约需要六分钟。&lt;br&gt;&lt;br&gt;也可以在“模型”页面下载（这是应用唯一使用网络的地方）。</translation>
-    </message>
-    <message>
-        <location filename="../ui/main_window.py" line="318"/>
-        <source>Import or download a model…</source>
-        <translation>导入或下载模型…</translation>
-    </message>
-    <message>
-        <location filename="../ui/main_window.py" line="319"/>
-        <source>Open the models page</source>
-        <translation>打开模型页面</translation>
-    </message>
-    <message>
-        <location filename="../ui/main_window.py" line="440"/>
+        <location filename="../ui/main_window.py" line="457"/>
         <source>Ready · %1 · %2</source>
         <translation>就绪 · %1 · %2</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="445"/>
+        <location filename="../ui/main_window.py" line="462"/>
         <source>%1
 Loaded in %2 s, warmed up in %3 s</source>
         <translation>%1
 加载用时 %2 秒，预热用时 %3 秒</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="470"/>
+        <location filename="../ui/main_window.py" line="487"/>
         <source>1 thread</source>
         <translation>1 个线程</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="470"/>
+        <location filename="../ui/main_window.py" line="487"/>
         <source>%1 threads</source>
         <translation>%1 个线程</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="532"/>
+        <location filename="../ui/main_window.py" line="549"/>
         <source>Switching to %1…</source>
         <translation>正在切换到 %1…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="912"/>
+        <location filename="../ui/main_window.py" line="929"/>
         <source>System prompt: %1 · history and message: %2 · kept for the reply: %3</source>
         <translation>系统提示：%1 · 历史与消息：%2 · 为回答保留：%3</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="1012"/>
+        <location filename="../ui/main_window.py" line="1029"/>
         <source>%1 is installed; the app switches to it when this answer is done.</source>
         <translation>%1 已安装；此回答完成后应用会切换到它。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="1032"/>
+        <location filename="../ui/main_window.py" line="1049"/>
         <source>Now using %1, the model just installed.</source>
         <translation>现在使用刚安装的模型 %1。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="1100"/>
+        <location filename="../ui/main_window.py" line="1117"/>
         <source>The local server could not start on port %1: %2</source>
         <translation>本地服务器无法在端口 %1 上启动：%2</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="1114"/>
+        <location filename="../ui/main_window.py" line="1131"/>
         <source>API %1</source>
         <translation>API %1</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="1116"/>
+        <location filename="../ui/main_window.py" line="1133"/>
         <source>API request running… (%1)</source>
         <translation>API 请求进行中…（%1）</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="1119"/>
+        <location filename="../ui/main_window.py" line="1136"/>
         <source>Apps on this computer can use the model at %1/v1 (OpenAI-compatible).</source>
         <translation>本机上的应用可以通过 %1/v1 使用此模型（兼容 OpenAI）。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="1128"/>
+        <location filename="../ui/main_window.py" line="1145"/>
         <source>Waiting for an API request to finish…</source>
         <translation>正在等待 API 请求完成…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="314"/>
-        <source>Welcome text</source>
-        <translation>欢迎说明</translation>
-    </message>
-    <message>
-        <location filename="../ui/main_window.py" line="106"/>
+        <location filename="../ui/main_window.py" line="116"/>
         <source>Chats cannot be saved this time: %1</source>
         <translation>本次无法保存对话：%1</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="337"/>
+        <location filename="../ui/main_window.py" line="353"/>
         <source>Focus the message box</source>
         <translation>转到输入框</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="340"/>
+        <location filename="../ui/main_window.py" line="356"/>
         <source>Copy the last answer</source>
         <translation>复制最后一条回答</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="396"/>
+        <location filename="../ui/main_window.py" line="413"/>
         <source>No model yet</source>
         <translation>尚无模型</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="408"/>
-        <location filename="../ui/main_window.py" line="417"/>
+        <location filename="../ui/main_window.py" line="425"/>
+        <location filename="../ui/main_window.py" line="434"/>
         <source>Loading model…</source>
         <translation>正在加载模型…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="416"/>
+        <location filename="../ui/main_window.py" line="433"/>
         <source>Reading model folder…</source>
         <translation>正在读取模型文件夹…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="418"/>
+        <location filename="../ui/main_window.py" line="435"/>
         <source>Warming up…</source>
         <translation>正在预热…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="456"/>
+        <location filename="../ui/main_window.py" line="473"/>
         <source>The model could not be loaded: %1</source>
         <translation>无法加载模型：%1</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="457"/>
+        <location filename="../ui/main_window.py" line="474"/>
         <source>No model loaded</source>
         <translation>未加载模型</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="493"/>
+        <location filename="../ui/main_window.py" line="510"/>
         <source>Measuring the best thread count…</source>
         <translation>正在测量最佳线程数…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="503"/>
+        <location filename="../ui/main_window.py" line="520"/>
         <source>Measuring the best thread count… %1/%2</source>
         <translation>正在测量最佳线程数… %1/%2</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="585"/>
+        <location filename="../ui/main_window.py" line="602"/>
         <source>Title:</source>
         <translation>标题：</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="602"/>
+        <location filename="../ui/main_window.py" line="619"/>
         <source>Delete “%1” and all its messages? This cannot be undone.</source>
         <translation>删除“%1”及其全部消息？此操作无法撤销。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="609"/>
+        <location filename="../ui/main_window.py" line="626"/>
         <source>Delete the conversation</source>
         <translation>删除此对话</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="739"/>
+        <location filename="../ui/main_window.py" line="756"/>
         <source>waiting for the first token…</source>
         <translation>等待第一个词元…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="757"/>
+        <location filename="../ui/main_window.py" line="774"/>
         <source>first token %1 s</source>
         <translation>首个词元 %1 秒</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="771"/>
+        <location filename="../ui/main_window.py" line="788"/>
         <source>first token %1 s · %2 tokens/s</source>
         <translation>首个词元 %1 秒 · %2 词元/秒</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="785"/>
+        <location filename="../ui/main_window.py" line="802"/>
         <source>first token %1 s · %2 tokens/s · %3 tokens</source>
         <translation>首个词元 %1 秒 · %2 词元/秒 · %3 个词元</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="800"/>
+        <location filename="../ui/main_window.py" line="817"/>
         <source>The answer failed: %1</source>
         <translation>回答失败：%1</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="821"/>
+        <location filename="../ui/main_window.py" line="838"/>
         <source>This chat was changed outside this window while the answer was written: the answer or its chat no longer exists, so the answer was not kept.</source>
         <translation>回答写入期间，此对话在本窗口之外被更改：回答或其对话已不存在，因此未保留该回答。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="843"/>
+        <location filename="../ui/main_window.py" line="860"/>
         <source>Editing an earlier message. Sending starts a new version of the conversation from here; the old version is kept (use ‹ › on the message to switch). Esc cancels.</source>
         <translation>正在编辑之前的消息。发送后将从这里开始对话的新版本；旧版本会保留（用消息上的 ‹ › 切换）。按 Esc 取消。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="860"/>
+        <location filename="../ui/main_window.py" line="877"/>
         <source>Answer copied</source>
         <translation>已复制回答</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="909"/>
+        <location filename="../ui/main_window.py" line="926"/>
         <source>%1 / %2 tokens</source>
         <translation>%1 / %2 词元</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="920"/>
+        <location filename="../ui/main_window.py" line="937"/>
         <source>Sending this pushes the %1 oldest message(s) out of the context: the model will not see them.</source>
         <translation>发送后，最早的 %1 条消息将被移出上下文，模型将看不到它们。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="923"/>
+        <location filename="../ui/main_window.py" line="940"/>
         <source>A message is too long for the context and will be shortened in the middle.</source>
         <translation>有一条消息超出上下文长度，将从中间截短。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="1071"/>
+        <location filename="../ui/main_window.py" line="1088"/>
         <source>Applying settings…</source>
         <translation>正在应用设置…</translation>
     </message>

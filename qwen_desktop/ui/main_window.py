@@ -14,8 +14,16 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QCloseEvent, QGuiApplication, QKeyEvent, QKeySequence
+from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal
+from PySide6.QtGui import (
+    QAction,
+    QCloseEvent,
+    QDragEnterEvent,
+    QDropEvent,
+    QGuiApplication,
+    QKeyEvent,
+    QKeySequence,
+)
 from PySide6.QtWidgets import (
     QApplication,
     QFrame,
@@ -43,6 +51,7 @@ from qwen_desktop.storage.settings import Settings, load_settings, save_settings
 from qwen_desktop.storage.thread_sweeps import FILE_NAME as THREAD_SWEEPS_FILE
 from qwen_desktop.storage.thread_sweeps import ThreadSweeps
 from qwen_desktop.ui.chat_view import Branch, ChatView
+from qwen_desktop.ui.first_run import FirstRunPage, model_paths
 from qwen_desktop.ui.markdown_render import render_markdown, render_plain, reveal_bidi
 from qwen_desktop.ui.theme import apply_theme
 from qwen_desktop.ui.throttle import Throttle
@@ -53,6 +62,7 @@ if TYPE_CHECKING:
     from qwen_desktop.engine.generate import SamplingParams
 
 SENDABLE = ("complete", "cancelled", "interrupted")  # answers that go back to the model as history
+_DRAG_EVENTS = (QEvent.Type.DragEnter, QEvent.Type.DragMove, QEvent.Type.Drop)
 
 
 class Composer(QPlainTextEdit):
@@ -150,6 +160,10 @@ class MainWindow(QMainWindow):
             if warning:
                 self.show_banner(warning)
         QGuiApplication.styleHints().colorSchemeChanged.connect(self._on_color_scheme)
+        # A model file or folder dropped anywhere on the window is imported: the filter sees the drag before
+        # the widget under it (the message box would paste the path).
+        self.setAcceptDrops(True)
+        QApplication.instance().installEventFilter(self)
         self.sync_server()
         self._meter_throttle = Throttle(self.update_meter, 250, self)
         self.composer.textChanged.connect(self._meter_throttle)
@@ -293,36 +307,38 @@ class MainWindow(QMainWindow):
         self.meter.setValue(0)
         bar.addPermanentWidget(self.meter)
 
-    def _build_welcome(self) -> QWidget:
-        page = QWidget()
-        layout = QVBoxLayout(page)
-        layout.addStretch(1)
-        title = QLabel(self.tr("<h2>Welcome to Qwen Desktop</h2>"))
-        title.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        layout.addWidget(title)
-        text = QLabel(
-            self.tr(
-                "Qwen Desktop answers with a language model that runs on this computer; nothing leaves it.<br>"
-                "To start, import a Qwen2.5 model you have on disk: a <b>GGUF file</b> (as used by LM Studio, "
-                "Ollama and llama.cpp) or a <b>Hugging Face folder</b> (config.json, *.safetensors, "
-                "tokenizer.json). It is converted once; a 0.5B model takes about six minutes on two cores.<br><br>"
-                "Or download one from the Models page (the only time the app uses the network)."
-            )
-        )
-        text.setWordWrap(True)
-        text.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        text.setAccessibleName(self.tr("Welcome text"))
-        layout.addWidget(text)
-        row = QHBoxLayout()
-        row.addStretch(1)
-        self.welcome_import = QPushButton(self.tr("Import or download a model…"))
-        self.welcome_import.setAccessibleName(self.tr("Open the models page"))
-        self.welcome_import.clicked.connect(self.open_models)
-        row.addWidget(self.welcome_import)
-        row.addStretch(1)
-        layout.addLayout(row)
-        layout.addStretch(2)
+    def _build_welcome(self) -> FirstRunPage:
+        page = FirstRunPage()
+        page.bundled_chosen.connect(self._use_bundled)
+        page.download_chosen.connect(lambda entry: self.start_install(entry=entry))
+        page.import_chosen.connect(self.start_install)
+        page.more_chosen.connect(self.open_models)
         return page
+
+    def _fill_first_run(self) -> None:
+        """Offer what applies on the first-run page: a model that came with the app, the default download."""
+        from qwen_desktop.engine.errors import ModelError
+        from qwen_desktop.library.catalog import load_app_catalog
+        from qwen_desktop.library.registry import Registry
+
+        bundled = None
+        with contextlib.suppress(ModelError, OSError):
+            bundled = next(
+                (m for m in Registry(self.models_dir()).list_models() if m.bundled and not m.broken), None
+            )
+        entry = None
+        with contextlib.suppress(ModelError):
+            catalog = load_app_catalog()
+            entry = next((e for e in catalog if e.is_default), catalog[0] if catalog else None)
+        self.welcome.set_choices(bundled, entry)
+
+    def _use_bundled(self, model: Any) -> None:
+        from qwen_desktop.engine.errors import ModelError
+        from qwen_desktop.library.registry import Registry
+
+        with contextlib.suppress(ModelError, OSError):
+            Registry(self.models_dir()).set_default(model.name)
+        self.load_model(Path(model.folder))
 
     def _build_actions(self) -> None:
         def action(name: str, keys: QKeySequence | str, slot: object) -> QAction:
@@ -392,6 +408,7 @@ class MainWindow(QMainWindow):
         """Start loading the configured model on the worker thread, or show the welcome page."""
         folder = self.configured_model()
         if folder is None:
+            self._fill_first_run()
             self.pages.setCurrentWidget(self.welcome)
             self.status_label.setText(self.tr("No model yet"))
             self._update_controls()
@@ -1159,9 +1176,36 @@ class MainWindow(QMainWindow):
                 if button is not None:
                     button.setEnabled(not busy and self.model_info is not None)
 
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt's name
+        """Take drags of model files and folders over any part of this window (see ``dropEvent``)."""
+        kind = event.type()
+        if kind in _DRAG_EVENTS and isinstance(watched, QWidget) and watched.window() is self:
+            return self._on_drag(event)  # type: ignore[arg-type]
+        return False
+
+    def _on_drag(self, event: QDropEvent) -> bool:
+        paths = model_paths(event.mimeData()) if not self._closing else []
+        if not paths:
+            return False  # not a model: the widget under it does what it does with drops
+        event.acceptProposedAction()
+        if event.type() == QEvent.Type.Drop:
+            self.start_install(paths[0])
+        return True
+
+    def dragEnterEvent(self, event: QDragEnterEvent) -> None:  # noqa: N802 - Qt's name
+        """A drag over the window's own frame (the filter sees those over its widgets)."""
+        if not self._on_drag(event):
+            super().dragEnterEvent(event)
+
+    def dropEvent(self, event: QDropEvent) -> None:  # noqa: N802 - Qt's name
+        """A model file or folder dropped on the window: the same as importing it from the first-run page."""
+        if not self._on_drag(event):
+            super().dropEvent(event)
+
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt's name
         """Stop a running answer, join the worker thread, keep the partial answer, close the database."""
         self._closing = True
+        QApplication.instance().removeEventFilter(self)
         if _alive(self.install_dialog):
             self.install_dialog.stop()  # cancels a running install (nothing half-made is left) and joins
         self._meter_throttle.cancel()

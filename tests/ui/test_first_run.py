@@ -133,3 +133,159 @@ def test_cancel_during_the_import_leaves_no_folder(make_window, home, tiny_gguf,
     assert [p.name for p in models.iterdir() if p.name != "registry.json"] in ([], [".staging"])
     assert not list((models / ".staging").iterdir()) if (models / ".staging").exists() else True
     assert window.pages.currentWidget() is window.welcome and window.model_info is None
+
+
+# ------------------------------------------------------------------- the first-run page
+
+
+JARGON = (
+    "gguf",
+    "onnx",
+    "quantiz",
+    "hugging face",
+    "safetensors",
+    "int4",
+    "int8",
+    "prefill",
+    "graph",
+    "token",
+)
+
+
+def page_texts(page) -> list[str]:
+    from PySide6.QtWidgets import QAbstractButton, QCommandLinkButton, QLabel
+
+    texts = [w.text() for w in page.findChildren(QLabel) if w.isVisible()]
+    texts += [w.text() for w in page.findChildren(QAbstractButton) if w.isVisible()]
+    texts += [w.description() for w in page.findChildren(QCommandLinkButton) if w.isVisible()]
+    return texts
+
+
+def test_the_first_run_page_offers_the_choices_in_plain_words(make_window):
+    window = make_window(wait_ready=False)
+    page = window.welcome
+    assert window.pages.currentWidget() is page
+    assert "Choose a model" in page.title.text()
+    assert not page.bundled_button.isVisible()  # nothing came with the app here
+    assert page.download_button.text() == "Download Qwen2.5 0.5B Instruct"
+    assert "Downloads 676.0 MB" in page.download_button.description()
+    assert "minutes" in page.download_button.description()
+    assert page.import_button.isVisible() and page.drop_hint.isVisible()
+    words = " ".join(page_texts(page)).lower()
+    assert not [j for j in JARGON if j in words], words
+    from PySide6.QtWidgets import QAbstractButton
+
+    assert all(b.accessibleName() for b in page.findChildren(QAbstractButton))
+
+
+def test_one_click_opens_the_file_picker_and_the_window_ends_on_the_new_model(
+    make_window, home, tiny_gguf, qtbot, monkeypatch
+):
+    from PySide6.QtWidgets import QFileDialog
+
+    asked = []
+
+    def pick(*args, **kwargs):
+        asked.append(args)
+        return str(tiny_gguf), ""
+
+    monkeypatch.setattr(QFileDialog, "getOpenFileName", pick)
+    window = make_window(wait_ready=False)
+    qtbot.mouseClick(window.welcome.import_button, Qt.MouseButton.LeftButton)
+    assert len(asked) == 1  # the one click opened the picker
+    dialog = window.install_dialog
+    assert dialog is not None and dialog.isVisible() and dialog.source == tiny_gguf
+    values = watch_bar(dialog)
+    with qtbot.waitSignal(window.model_ready, timeout=120000) as ready:
+        pass
+    assert ready.args[0].folder == home / "models" / "tiny"
+    assert values == sorted(values) and values[-1] == BAR_STEPS
+    assert window.pages.currentWidget() is window.chat_view
+
+
+def drop(window, target, path: Path) -> None:
+    """Drag ``path`` (a file URL, as a file manager sends it) over ``target`` in ``window`` and drop it: the
+    events go to the window's QWindow, as the platform sends them, and Qt hands them to the widget there."""
+    from PySide6.QtCore import QMimeData, QPointF, QUrl
+    from PySide6.QtGui import QDragEnterEvent, QDropEvent
+    from PySide6.QtWidgets import QApplication
+
+    mime = QMimeData()
+    mime.setUrls([QUrl.fromLocalFile(str(path))])
+    where = QPointF(target.mapTo(window, target.rect().center()))
+    args = (Qt.DropAction.CopyAction, mime, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier)
+    QApplication.sendEvent(window.windowHandle(), QDragEnterEvent(where, *args))
+    QApplication.sendEvent(window.windowHandle(), QDropEvent(where, *args))
+
+
+def test_dropping_a_model_file_on_the_window_imports_it(make_window, home, tiny_gguf, qtbot):
+    window = make_window(wait_ready=False)
+    drop(window, window.welcome, tiny_gguf)
+    dialog = window.install_dialog
+    assert dialog is not None and dialog.source == tiny_gguf
+    values = watch_bar(dialog)
+    with qtbot.waitSignal(window.model_ready, timeout=120000) as ready:
+        pass
+    assert ready.args[0].folder == home / "models" / "tiny"
+    assert values == sorted(values) and values[-1] == BAR_STEPS
+
+
+def test_dropping_a_model_folder_on_the_message_box_imports_it_and_other_files_are_left_alone(
+    ready_window, home, tiny_model_dir, qtbot, tmp_path
+):
+    window = ready_window
+    note = tmp_path / "notes.txt"
+    note.write_text("not a model")
+    drop(window, window.composer, note)
+    assert window.install_dialog is None  # not a model: the message box does with it what it does
+    assert "notes.txt" in window.composer.toPlainText()
+    window.composer.clear()
+    folder = tmp_path / "my-model"
+    shutil.copytree(tiny_model_dir, folder)
+    drop(window, window.composer, folder)
+    with qtbot.waitSignal(window.model_ready, timeout=60000) as ready:
+        pass
+    assert ready.args[0].folder == home / "models" / "my-model"
+    assert window.composer.toPlainText() == ""
+
+
+def test_the_download_choice_downloads_prepares_and_switches(
+    make_window, home, tiny_gguf, qtbot, monkeypatch
+):
+    import huggingface_hub
+
+    from tests.hubserver import HubServer, serve_catalog
+
+    server = HubServer()
+    serve_catalog(server, tiny_gguf)
+    with server:
+        monkeypatch.setenv("HF_ENDPOINT", server.endpoint)
+        monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+        window = make_window(wait_ready=False)
+        qtbot.mouseClick(window.welcome.download_button, Qt.MouseButton.LeftButton)
+        dialog = window.install_dialog
+        values = watch_bar(dialog)
+        phases = []
+        dialog.progress_changed.connect(lambda state: phases.append(state.phase))
+        with qtbot.waitSignal(window.model_ready, timeout=120000) as ready:
+            pass
+    huggingface_hub.close_session()
+    assert ready.args[0].folder == home / "models" / "qwen2.5-0.5b-instruct"
+    assert values == sorted(values) and values[-1] == BAR_STEPS
+    seen = list(dict.fromkeys(phases))
+    assert seen[0] == "fetch" and seen[-1] == "load"
+
+
+def test_a_model_that_came_with_the_app_is_offered_first(
+    make_window, tiny_model_dir, qtbot, tmp_path, monkeypatch
+):
+    window = make_window(wait_ready=False)
+    shutil.copytree(tiny_model_dir, tmp_path / "shelf" / "tiny-bundled")
+    monkeypatch.setenv(BUNDLED_ENV, str(tmp_path / "shelf"))
+    window._fill_first_run()  # what the page offers when it is shown
+    page = window.welcome
+    assert page.bundled_button.isVisible()
+    assert "Included with the app" in page.bundled_button.description()
+    with qtbot.waitSignal(window.model_ready, timeout=60000) as ready:
+        qtbot.mouseClick(page.bundled_button, Qt.MouseButton.LeftButton)
+    assert ready.args[0].folder == tmp_path / "shelf" / "tiny-bundled"

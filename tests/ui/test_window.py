@@ -311,7 +311,7 @@ def test_every_control_has_an_accessible_name(ready_window, qtbot):
 def test_welcome_page_when_there_is_no_model(make_window, home):
     window = make_window(wait_ready=False)
     assert window.pages.currentWidget() is window.welcome
-    assert "Import" in window.welcome_import.text()
+    assert window.welcome.import_button.isVisible()
     assert not window.send_button.isEnabled()
     assert not window.composer.isVisible()
 
@@ -451,7 +451,7 @@ def test_first_model_from_the_models_page_is_used_at_once(make_window, home, tin
     Registry(home / "models").import_model(tiny_gguf)  # as the page's Import would, on its own thread
     monkeypatch.setattr(ModelsDialog, "exec", lambda dialog: 0)  # the user closes the page
     with qtbot.waitSignal(window.model_ready, timeout=60000):
-        window.welcome_import.click()
+        window.welcome.more_button.click()  # "More models…": the models page
     assert window.pages.currentWidget() is window.chat_view
     assert window.composer.isVisible()
     assert window.settings.model_path == str(home / "models" / "tiny")

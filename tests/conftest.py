@@ -97,3 +97,25 @@ def tiny_fp32_dir(tmp_path_factory, tiny_gguf) -> Path:
     from qwen_desktop.convert.builder import build_model
 
     return build_model(tiny_gguf, tmp_path_factory.mktemp("built") / "tiny-fp32", precision="fp32").folder
+
+
+def snapshot(folder: Path) -> dict[str, tuple[int, int]]:
+    """Every file under ``folder`` with its size and modification time: what "never written to" compares."""
+    return {
+        str(p.relative_to(folder)): (p.stat().st_size, p.stat().st_mtime_ns)
+        for p in sorted(folder.rglob("*"))
+    }
+
+
+@pytest.fixture
+def shipped(tmp_path, tiny_model_dir, monkeypatch) -> Path:
+    """A folder of models that came with the app holding the tiny model as ``tiny-bundled``, named by
+    ``$QWEN_DESKTOP_BUNDLED_MODELS``."""
+    import shutil
+
+    from qwen_desktop.library.bundled import BUNDLED_ENV
+
+    root = tmp_path / "bundled"
+    shutil.copytree(tiny_model_dir, root / "tiny-bundled")
+    monkeypatch.setenv(BUNDLED_ENV, str(root))
+    return root

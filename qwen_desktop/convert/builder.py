@@ -10,18 +10,19 @@ renamed at the end, so an interrupted build leaves nothing half-made behind.
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import hashlib
 import json
 import os
 import shutil
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from threadpoolctl import threadpool_limits
 
 from qwen_desktop import __version__
 from qwen_desktop.convert.onnx_writer import (
@@ -316,18 +317,6 @@ def fit_threads() -> int:
     return max(1, min(os.cpu_count() or 1, MAX_FIT_THREADS))
 
 
-@contextlib.contextmanager
-def _one_blas_thread() -> Iterator[None]:
-    """numpy's BLAS on one thread while the fits run (threadpoolctl; nothing changes without it)."""
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # pragma: no cover - a dependency; a build without it is only slower
-        yield
-        return
-    with threadpool_limits(limits=1, user_api="blas"):
-        yield
-
-
 def _write_folder(
     source: WeightSource,
     tmp: Path,
@@ -357,7 +346,7 @@ def _write_folder(
     shared: dict[str, Any] = {}  # the embedding, quantized once for both graphs
     pool = ThreadPoolExecutor(max_workers=fit_threads(), thread_name_prefix="weight-fit")
     try:
-        with _one_blas_thread():
+        with threadpool_limits(limits=1, user_api="blas"):  # numpy's BLAS on one thread during the fits
             for index, (name, layers) in enumerate(graphs):
                 step = _graph_progress(progress, index, len(graphs), "prefill graph: " if index else "")
                 clock.start("prefill graph" if index else "decode graph")

@@ -59,21 +59,18 @@ def layer_inputs(
     cfg: QwenConfig,
     fetch: Callable[[str], np.ndarray],
     ids: list[int],
-    progress: Callable[[str, int, int], None] | None = None,
 ) -> dict[str, np.ndarray]:
     """The input ``[tokens, K]`` of every linear layer for ``ids``, keyed as the fast graphs name them.
 
     ``layers.N.qkv_proj``, ``layers.N.o_proj``, ``layers.N.gate_up_proj``, ``layers.N.down_proj`` and
-    ``lm_head`` (the final-norm states), in float32: about 0.6 GB for Qwen2.5-0.5B and 1150 tokens.
-    ``progress("calibration", layers_done, layers)`` is called after each layer (a caller can cancel there).
+    ``lm_head`` (the final-norm states), in float32: about 0.6 GB for Qwen2.5-0.5B and 1150 tokens. The
+    builder uses ``StreamedInputs``, the same pass on a thread of its own; this is its synchronous form.
     """
     model = ReferenceModel(cfg, _LazyWeights(fetch))
     inputs: dict[str, np.ndarray] = {}
 
     def keep(name: str, x: np.ndarray) -> None:
         inputs[name] = np.asarray(x, dtype=np.float32)
-        if progress is not None and name.endswith(".down_proj"):  # the layer's last linear input
-            progress("calibration", int(name.split(".")[1]) + 1, cfg.num_layers)
 
     model.forward(ids, capture=keep, head=False)
     return inputs
@@ -97,9 +94,10 @@ class StreamedInputs(Mapping[str, np.ndarray]):
     """``layer_inputs`` computed on a thread of its own while the caller already uses the first layers.
 
     ``inputs[name]`` (and ``get``) wait until the reference pass has reached ``name``; a name the pass does
-    not keep (the embedding's, or a kind not in ``kinds``) is missing at once. The weight fits of layer 0 can so start while the pass is
-    still in layer 1: the pass and the fits share the cores instead of taking turns. An error in the pass
-    is raised to whoever waits; ``close`` ends the pass early (a cancelled build).
+    not keep (the embedding's, or a kind not in ``kinds``) is missing at once. The weight fits of layer 0
+    can so start while the pass is still in layer 1: the pass and the fits share the cores instead of
+    taking turns. An error in the pass is raised to whoever waits; ``close`` ends the pass early (a
+    cancelled build).
     """
 
     def __init__(

@@ -23,6 +23,7 @@ from qwen_desktop.engine.generate import (
     TextPiece,
     stream_generate,
 )
+from qwen_desktop.engine.manifest import source_checksum
 from qwen_desktop.engine.memory import MemoryUse, memory_use
 from qwen_desktop.engine.model_files import load_model_files
 from qwen_desktop.engine.session import OnnxModel
@@ -356,8 +357,10 @@ def sweep_key(folder: Path | str) -> str:
         files = load_model_files(folder)
     except ModelError:
         return str(folder)
-    sources = files.manifest.get("source", {}).get("files", []) if isinstance(files.manifest, dict) else []
-    digest = next((str(f.get("sha256", "")) for f in sources if isinstance(f, dict)), "")
+    try:
+        digest = source_checksum(files.manifest)
+    except (AttributeError, TypeError):  # a manifest whose source list is malformed: named without it
+        digest = ""
     return f"{folder.name} · {files.precision} · {digest[:16]}"
 
 

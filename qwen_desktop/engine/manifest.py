@@ -6,6 +6,7 @@ onnx.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -43,3 +44,14 @@ def read_manifest(folder: Path) -> dict[str, Any]:
     if version > MANIFEST_VERSION:
         raise ModelError(f"{path}: made by a newer Qwen Desktop (format {version}); please update")
     return doc
+
+
+def source_checksum(manifest: dict[str, Any]) -> str:
+    """The SHA-256 of the source file, or for several files the SHA-256 of their ``name sha256`` lines."""
+    files = manifest.get("source", {}).get("files", [])
+    if len(files) == 1:
+        return str(files[0].get("sha256", ""))
+    lines = "".join(
+        f"{f.get('name')} {f.get('sha256')}\n" for f in sorted(files, key=lambda f: str(f.get("name")))
+    )
+    return hashlib.sha256(lines.encode()).hexdigest() if files else ""

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from qwen_desktop.engine.errors import ModelError, OutputError
-from qwen_desktop.engine.manifest import MANIFEST, read_manifest
+from qwen_desktop.engine.manifest import MANIFEST, read_manifest, source_checksum
 from qwen_desktop.engine.model_files import pretty_model_name
 from qwen_desktop.library.catalog import CatalogEntry, find_entry, load_catalog
 from qwen_desktop.library.installed import (
@@ -29,7 +29,6 @@ from qwen_desktop.library.installed import (
     folder_bytes,
     read_json,
     remove_folder,
-    source_checksum,
     write_json,
 )
 

@@ -21,7 +21,6 @@ of their own (or chose one of them).
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import shutil
 import time
@@ -32,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from qwen_desktop.engine.errors import ModelError, OutputError
-from qwen_desktop.engine.manifest import MANIFEST, read_manifest
+from qwen_desktop.engine.manifest import MANIFEST, read_manifest, source_checksum
 from qwen_desktop.engine.model_files import model_display_name, pretty_model_name
 
 INSTALL_FILE = "install.json"
@@ -83,17 +82,6 @@ class InstalledModel:
 
 def folder_bytes(folder: Path) -> int:
     return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
-
-
-def source_checksum(manifest: dict[str, Any]) -> str:
-    """The SHA-256 of the source file, or for several files the SHA-256 of their ``name sha256`` lines."""
-    files = manifest.get("source", {}).get("files", [])
-    if len(files) == 1:
-        return str(files[0].get("sha256", ""))
-    lines = "".join(
-        f"{f.get('name')} {f.get('sha256')}\n" for f in sorted(files, key=lambda f: str(f.get("name")))
-    )
-    return hashlib.sha256(lines.encode()).hexdigest() if files else ""
 
 
 def write_json(path: Path, doc: dict[str, Any]) -> None:

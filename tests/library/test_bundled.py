@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -15,23 +14,7 @@ from qwen_desktop.engine.errors import ModelError
 from qwen_desktop.library import bundled
 from qwen_desktop.library.bundled import BUNDLED_ENV, bundled_dirs
 from qwen_desktop.library.registry import REGISTRY_FILE, Registry
-
-
-def snapshot(folder: Path) -> dict[str, tuple[int, int]]:
-    """Every file under ``folder`` with its size and modification time: what "never written to" compares."""
-    return {
-        str(p.relative_to(folder)): (p.stat().st_size, p.stat().st_mtime_ns)
-        for p in sorted(folder.rglob("*"))
-    }
-
-
-@pytest.fixture
-def shipped(tmp_path, tiny_model_dir, monkeypatch) -> Path:
-    """A bundled folder holding the tiny model as ``tiny-bundled``, named by the environment variable."""
-    root = tmp_path / "opt" / "models"
-    shutil.copytree(tiny_model_dir, root / "tiny-bundled")
-    monkeypatch.setenv(BUNDLED_ENV, str(root))
-    return root
+from tests.conftest import snapshot
 
 
 def test_the_folders_are_the_variable_then_beside_the_frozen_executable(tmp_path, monkeypatch):

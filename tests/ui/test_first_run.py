@@ -6,29 +6,13 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-import pytest
 from PySide6.QtCore import Qt
 
 from qwen_desktop.library.bundled import BUNDLED_ENV
 from qwen_desktop.storage.settings import Settings
 from qwen_desktop.ui.download_dialog import BAR_STEPS
 from qwen_desktop.ui.models_dialog import ModelsDialog
-
-
-def snapshot(folder: Path) -> dict[str, tuple[int, int]]:
-    return {
-        str(p.relative_to(folder)): (p.stat().st_size, p.stat().st_mtime_ns)
-        for p in sorted(folder.rglob("*"))
-    }
-
-
-@pytest.fixture
-def shipped(tmp_path, tiny_model_dir, monkeypatch) -> Path:
-    """The tiny model as a model that came with the app (``$QWEN_DESKTOP_BUNDLED_MODELS``)."""
-    root = tmp_path / "bundled"
-    shutil.copytree(tiny_model_dir, root / "tiny-bundled")
-    monkeypatch.setenv(BUNDLED_ENV, str(root))
-    return root
+from tests.conftest import snapshot
 
 
 def test_a_bundled_model_loads_on_a_fresh_home_and_answers_with_no_click(shipped, home, make_window, qtbot):

@@ -1,7 +1,8 @@
 """Fit a conversation into the context window, counted in the model's own tokens.
 
 The system prompt and the newest turns are kept, room is reserved for the reply, and the caller is told
-what was dropped. A single message too long for the window is cut in the middle with a notice.
+what was dropped. Old turns leave in steps of a quarter of the budget, so the kept history starts at the same
+message for many turns and the KV cache keeps serving it. A single message too long for the window is cut in the middle with a notice.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from qwen_desktop.engine.tokenizer import ChatTokenizer
 
 TRIM_MARK = "\n[… trimmed to fit the context …]\n"
 MIN_REPLY_ROOM = 16
+# Old turns are dropped in steps of this share of the prompt budget (see ContextBuilder._drop_count).
+DROP_STEP = 0.25
 # Placeholders the template renders in place of message contents (private-use characters).
 _MARK_OPEN, _MARK_CLOSE = "\ue000", "\ue001"
 _MARK = re.compile(f"{_MARK_OPEN}([0-9]{{1,9}}){_MARK_CLOSE}")
@@ -118,14 +121,7 @@ class ContextBuilder:
         dropped = 0
         ids = self.encode(system + rest)
         if len(ids) > budget and len(rest) > 1:
-            # Find the most turns that fit: cost of each message measured once, then confirmed by rendering.
-            sizes = [self.tokenizer.count(m["content"]) + 5 for m in rest]  # +5: the ChatML wrapping
-            fixed = len(self.encode(system + rest[-1:])) - sizes[-1]
-            keep = 1
-            total = fixed + sizes[-1]
-            while keep < len(rest) and total + sizes[-keep - 1] <= budget:
-                total += sizes[-keep - 1]
-                keep += 1
+            keep = len(rest) - self._drop_count(system, rest, budget)
             while True:
                 ids = self.encode(system + rest[-keep:])
                 if len(ids) <= budget or keep == 1:
@@ -150,6 +146,33 @@ class ContextBuilder:
             history_tokens=len(ids) - sys_tokens,
             reserved=reply_room,
         )
+
+    def _drop_count(self, system: list[Message], rest: list[Message], budget: int) -> int:
+        """How many of the oldest messages to leave out: in steps, so the kept history starts at the same
+        message turn after turn.
+
+        Dropping only the fewest messages that make room would move the start of the prompt on every turn
+        once the context is full, and a moved start makes the KV cache useless (the whole history is read
+        again before each answer). So the tokens to drop are rounded up to a multiple of a quarter of the
+        budget, counted from the start of the conversation: the cut stays put until the conversation grows
+        by another quarter, then moves once. Deterministic from the messages alone: the window's meter, the
+        read-ahead and the answer all get the same cut.
+        """
+        base = len(self.encode(system))
+        wrap: dict[str, int] = {}  # what the template adds around a message of each role, measured
+        for role in {m["role"] for m in rest}:
+            probe = {"role": role, "content": "x"}
+            wrap[role] = len(self.encode([*system, probe])) - base - self.tokenizer.count("x")
+        sizes = [self.tokenizer.count(m["content"]) + wrap[m["role"]] for m in rest]
+        need = max(1, base + sum(sizes) - budget)
+        step = max(1, int(budget * DROP_STEP))
+        target = -(-need // step) * step
+        last = len(rest) - 1
+        drop, cut = 0, 0
+        while drop < last and cut < target:
+            cut += sizes[drop]
+            drop += 1
+        return drop
 
     def _trim(
         self, system: list[Message], rest: list[Message], budget: int

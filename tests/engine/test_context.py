@@ -6,7 +6,7 @@ import pytest
 
 from qwen_desktop.engine.chat import ChatEngine
 from qwen_desktop.engine.context import TRIM_MARK
-from qwen_desktop.engine.generate import Finished, SamplingParams
+from qwen_desktop.engine.generate import Finished, SamplingParams, TextPiece
 
 
 @pytest.fixture(scope="module")
@@ -41,9 +41,41 @@ def test_long_conversation_keeps_system_and_newest_turns(engine):
     assert plan.messages[1:] == msgs[1 + plan.dropped :]
     assert plan.used <= 256 - 64
     assert "older messages left out" in plan.notice()
-    # the most turns that fit: one more would not
-    one_more = engine.context.encode([msgs[0], *msgs[plan.dropped :]])
-    assert len(one_more) > 256 - 64
+    # old turns leave in steps of a quarter of the budget, never more than one step beyond what was needed
+    budget = 256 - 64
+    minimal = next(
+        d for d in range(len(msgs) - 1) if len(engine.context.encode([msgs[0], *msgs[1 + d :]])) <= budget
+    )
+    assert minimal <= plan.dropped
+    extra = engine.context.encode([msgs[0], *msgs[1 + minimal : 1 + plan.dropped]])
+    longest = max(len(engine.context.encode([msgs[0], m])) for m in msgs[1:])
+    # beyond the step: at most the message that crosses it
+    assert len(extra) - len(engine.context.encode(msgs[:1])) <= budget // 4 + 2 * longest
+
+
+def test_a_growing_chat_keeps_its_start_so_the_cache_is_reused(tiny_model_dir):
+    """Once the context is full, a new turn must not move the start of the prompt: that would make the whole
+    history be read again before every answer. Old turns leave in steps, so most turns reuse the cache."""
+    engine = ChatEngine(tiny_model_dir, threads=1, context_limit=512)
+    params = SamplingParams(temperature=0.0, max_tokens=4, repetition_penalty=1.0)
+    msgs = [{"role": "system", "content": "You are terse."}]
+    full_reads = trimmed_turns = 0
+    for turn in range(80):
+        msgs.append({"role": "user", "content": f"q{turn}"})
+        events = list(engine.chat(msgs, params))
+        finished = events[-1]
+        assert isinstance(finished, Finished)
+        answer = "".join(e.text for e in events if isinstance(e, TextPiece))
+        msgs.append({"role": "assistant", "content": answer})
+        plan = engine.last_plan
+        assert plan.used <= 512 - plan.reserved
+        if plan.dropped:
+            trimmed_turns += 1
+            if finished.stats.reused_tokens < plan.used // 2:
+                full_reads += 1
+    assert trimmed_turns > 40
+    # a turn is ~25 tokens and a step 112: the start moves about every 4-5 turns, not every turn
+    assert 1 <= full_reads <= trimmed_turns // 3
 
 
 def test_token_count_uses_the_model_tokenizer(engine):

@@ -136,7 +136,7 @@ class EngineSignals(QObject):
         piece(int, str, int): new text of an answer (job id, text, tokens written so far); pieces are
             batched to at most about 60 signals a second.
         finished(AnswerResult): an answer ended (done, length, cancelled, or error with partial text).
-        prepared(int, int): a draft was read ahead into the KV cache (request number, prompt tokens held).
+        read_ahead_done(int, int): a draft was read ahead into the KV cache (request number, prompt tokens held).
         planned(int, object): the context plan of a draft (request number, ``(ContextPlan | None, error |
             None)``), worked out on the host's plan counter, never on the GUI thread.
         reconfigured(ModelInfo): a thread or context change was applied; the session was rebuilt.
@@ -153,7 +153,7 @@ class EngineSignals(QObject):
     first_token = Signal(int, float)
     piece = Signal(int, str, int)
     finished = Signal(object)
-    prepared = Signal(int, int)
+    read_ahead_done = Signal(int, int)
     planned = Signal(int, object)
     reconfigured = Signal(object)
     sweep_progress = Signal(int, int)
@@ -198,8 +198,8 @@ class EngineWorker(EngineSignals):
         self.store = store
         self.cancel_event = threading.Event()  # set by ``cancel``: the running window job stops
         # Reading a draft ahead gives way to any other job: set when one is queued.
-        self.prepare_stop = threading.Event()
-        self.latest_prepare = 0  # the newest read-ahead request; older queued ones are skipped
+        self.read_ahead_stop = threading.Event()
+        self.latest_read_ahead = 0  # the newest read-ahead request; older queued ones are skipped
         self._job: Job | None = None  # the window's job the host runs or queues now
         self._unsubscribe = self.host.subscribe(self._on_any_job)
 
@@ -219,11 +219,11 @@ class EngineWorker(EngineSignals):
         if job is not None:
             job.cancel()
 
-    def stop_prepare(self) -> None:
+    def stop_read_ahead(self) -> None:
         """Stop reading a draft ahead (another job was queued behind it)."""
-        self.prepare_stop.set()
+        self.read_ahead_stop.set()
         job = self._job
-        if job is not None and job.kind == "prepare":
+        if job is not None and job.kind == "read_ahead":
             job.cancel()
 
     def _run(self, submit: Any, cancellable: bool = True) -> Finished | Failed | None:
@@ -244,14 +244,14 @@ class EngineWorker(EngineSignals):
                 self.cancel_event.clear()
 
     @Slot(int, object, int)
-    def prepare(self, request: int, messages: list[dict[str, str]], max_tokens: int) -> None:
-        """Prefill the KV cache with the conversation and the draft being typed (``ChatEngine.prepare``),
+    def read_ahead(self, request: int, messages: list[dict[str, str]], max_tokens: int) -> None:
+        """Prefill the KV cache with the conversation and the draft being typed (``ChatEngine.read_ahead``),
         so that sending it only prefills what changed. Skipped when a newer draft or another job waits."""
-        if self.engine is None or request != self.latest_prepare or self.prepare_stop.is_set():
+        if self.engine is None or request != self.latest_read_ahead or self.read_ahead_stop.is_set():
             return
-        end = self._run(lambda: self.host.submit_prepare(messages, max_tokens), cancellable=False)
+        end = self._run(lambda: self.host.submit_read_ahead(messages, max_tokens), cancellable=False)
         held = int(end.value or 0) if isinstance(end, Finished) else 0
-        emit(self.prepared, request, held)
+        emit(self.read_ahead_done, request, held)
 
     def plan(self, request: int, messages: list[dict[str, str]], max_tokens: int) -> None:
         """Count the draft's context plan on the host's plan counter (returns at once, from any thread);
@@ -387,14 +387,14 @@ class EngineBridge(EngineSignals):
         every ``EngineSignals`` signal, as ``EngineWorker`` emits it, on the GUI thread.
         request_load(str, int, int): queued to ``EngineWorker.load``.
         request_answer(AnswerJob): queued to ``EngineWorker.answer``.
-        request_prepare(int, object, int): queued to ``EngineWorker.prepare``.
+        request_read_ahead(int, object, int): queued to ``EngineWorker.read_ahead``.
         request_reconfigure(int, int): queued to ``EngineWorker.reconfigure``.
         request_sweep(str, object): queued to ``EngineWorker.sweep``.
     """
 
     request_load = Signal(str, int, int)
     request_answer = Signal(object)
-    request_prepare = Signal(int, object, int)
+    request_read_ahead = Signal(int, object, int)
     request_reconfigure = Signal(int, int)
     request_sweep = Signal(str, object)
 
@@ -406,12 +406,12 @@ class EngineBridge(EngineSignals):
         self.worker.moveToThread(self.worker_thread)
         self.request_load.connect(self.worker.load)
         self.request_answer.connect(self.worker.answer)
-        self.request_prepare.connect(self.worker.prepare)
+        self.request_read_ahead.connect(self.worker.read_ahead)
         self.request_reconfigure.connect(self.worker.reconfigure)
         self.request_sweep.connect(self.worker.sweep)
         self.worker_thread.finished.connect(self.worker.deleteLater)
         self._next_job = 0
-        self._next_prepare = 0
+        self._next_read_ahead = 0
         self._next_plan = 0
         self.busy = False  # an answer is queued or running
         self.finished.connect(self._on_finished)
@@ -430,7 +430,7 @@ class EngineBridge(EngineSignals):
 
     def _queue(self, request: Any, *args: object) -> None:
         """Queue a job on the worker; a draft being read ahead gives way to it at its next chunk."""
-        self.worker.stop_prepare()
+        self.worker.stop_read_ahead()
         emit(request, *args)
 
     def load(self, folder: Path | str, threads: int, context_limit: int) -> None:
@@ -446,16 +446,16 @@ class EngineBridge(EngineSignals):
         self._queue(self.request_answer, AnswerJob(self._next_job, messages, params, message_id))
         return self._next_job
 
-    def prepare(self, messages: list[dict[str, str]], max_tokens: int) -> int | None:
+    def read_ahead(self, messages: list[dict[str, str]], max_tokens: int) -> int | None:
         """Queue reading ``messages`` (ending with the draft being typed) into the KV cache, unless an
         answer is queued or running. Returns the request number, or None when nothing was queued."""
         if self.busy:
             return None
-        self._next_prepare += 1
-        self.worker.latest_prepare = self._next_prepare
-        self.worker.prepare_stop.clear()
-        emit(self.request_prepare, self._next_prepare, messages, max_tokens)
-        return self._next_prepare
+        self._next_read_ahead += 1
+        self.worker.latest_read_ahead = self._next_read_ahead
+        self.worker.read_ahead_stop.clear()
+        emit(self.request_read_ahead, self._next_read_ahead, messages, max_tokens)
+        return self._next_read_ahead
 
     def plan(self, messages: list[dict[str, str]], max_tokens: int) -> int:
         """Ask for the context plan of ``messages`` (ending with the draft); returns the request number that
@@ -474,7 +474,7 @@ class EngineBridge(EngineSignals):
 
     def cancel(self) -> None:
         """Stop the running answer, sweep or import at its next step."""
-        self.worker.stop_prepare()
+        self.worker.stop_read_ahead()
         self.worker.cancel()
 
     def _on_finished(self, _result: AnswerResult) -> None:

@@ -134,9 +134,9 @@ def _ttft(engine: ChatEngine, messages: list[dict[str, str]], reset: bool = True
 
 def _ttft_typed(engine: ChatEngine, question: str) -> tuple[float, int]:
     """TTFT of ``question`` sent after the app read it ahead while it was typed, up to its last word
-    (``ChatEngine.prepare``). Returns (seconds, reused tokens)."""
+    (``ChatEngine.read_ahead``). Returns (seconds, reused tokens)."""
     engine.model.reset()
-    engine.prepare([{"role": "user", "content": question.rsplit(" ", 1)[0]}], max_tokens=1)
+    engine.read_ahead([{"role": "user", "content": question.rsplit(" ", 1)[0]}], max_tokens=1)
     seconds, _, reused = _ttft(engine, [{"role": "user", "content": question}], reset=False)
     return seconds, reused
 
@@ -245,7 +245,7 @@ def run_bench(
     target = min(LONG_CONTEXT, engine.context_limit - decode_tokens - 64)
     # Round by round, each figure once a round, medians over the rounds: on a shared machine a slow spell
     # lasts a second or more, and then touches one run of several figures instead of every run of one
-    # (docs/engine.md, "Prompt timings have two modes").
+    # (docs/experiments.md, "Prompt timings have two modes").
     chat_peak = 0.0
     ttft_short: list[tuple[float, int, int]] = []
     ttft_typed: list[tuple[float, int]] = []

@@ -152,7 +152,7 @@ class ChatEngine:
             self.model, self.tokenizer, plan.prompt, run, self.stop_ids, cancel, prompt_lookup=prompt_lookup
         )
 
-    def prepare(
+    def read_ahead(
         self,
         messages: Sequence[Message],
         max_tokens: int = GREEDY.max_tokens,

@@ -118,7 +118,7 @@ class Finished:
         text: the whole answer (answers only).
         stats: the engine's figures (answers only; None when cancelled before it started).
         value: what a non-answer job made: ``ModelInfo`` (load, reconfigure), prompt tokens held
-            (prepare), tokens/s per thread count (sweep), ``work``'s return value (call).
+            (read ahead), tokens/s per thread count (sweep), ``work``'s return value (call).
     """
 
     job: int
@@ -308,7 +308,7 @@ class EngineHost:
 
     Client API (every method may be called from any thread):
 
-    - ``submit_load``, ``submit_answer``, ``submit_completion``, ``submit_prepare``, ``submit_reconfigure``,
+    - ``submit_load``, ``submit_answer``, ``submit_completion``, ``submit_read_ahead``, ``submit_reconfigure``,
       ``submit_sweep``, ``submit_call`` put a job on the queue and return its ``Job`` at once. They raise
       ``QueueFullError`` when ``max_queue`` jobs are already waiting (``bounded=False`` skips the check: the
       window's own jobs), ``HostClosedError`` after ``close``; ``submit_answer(strict=True)`` and
@@ -318,7 +318,7 @@ class EngineHost:
       ``Piece`` (answers); then exactly one of ``Finished`` / ``Failed``. A job cancelled while it waits gets
       ``Started`` and ``Finished("cancelled")`` and never runs; a failure in one job is that job's ``Failed``
       and the host goes on with the next.
-    - ``Job.cancel()`` stops that job only (within one token for answers). A prepare job is cancelled by
+    - ``Job.cancel()`` stops that job only (within one token for answers). A read-ahead job is cancelled by
       the host as soon as any other job is submitted.
     - ``model`` (``ModelInfo`` or None), ``queue_depth()``, ``count_chat_tokens``, ``count_text_tokens``,
       ``check_fits`` read the loaded model without queueing; ``request_plan`` counts a draft on a thread of
@@ -350,7 +350,7 @@ class EngineHost:
         self._queue: deque[Job] = deque()
         self._running: Job | None = None
         self._ids = itertools.count(1)
-        self._latest_prepare: dict[str, int] = {}
+        self._latest_read_ahead: dict[str, int] = {}
         self._listeners: list[Callable[[Job, HostEvent], None]] = []
         self._cache_owner: str | None = None  # whose conversation the model's KV cache holds
         self._saved: OrderedDict[str, CacheState] = OrderedDict()  # conversations put aside, by client
@@ -531,14 +531,14 @@ class EngineHost:
             "completion", client, prompt_ids, params, stop, on_event, bounded, False, reuse_cache
         )
 
-    def submit_prepare(
+    def submit_read_ahead(
         self,
         messages: Sequence[Message],
         max_tokens: int,
         client: str = WINDOW,
         on_event: EventSink | None = None,
     ) -> Job:
-        """Read a conversation ending with the draft being typed into the KV cache (``ChatEngine.prepare``),
+        """Read a conversation ending with the draft being typed into the KV cache (``ChatEngine.read_ahead``),
         so sending it prefills only what changed. Gives way to any other job: cancelled when one is
         submitted, skipped when a newer draft of the same client was submitted. ``Finished.value`` is the
         number of prompt tokens the cache holds (0 when skipped or when reading ahead failed). Never
@@ -547,17 +547,17 @@ class EngineHost:
 
         def run(job: Job) -> None:
             engine = self._engine
-            if engine is None or job.cancelled or self._latest_prepare.get(client) != job.id:
+            if engine is None or job.cancelled or self._latest_read_ahead.get(client) != job.id:
                 job.emit(Finished(job.id, "cancelled", value=0))
                 return
             self._take_cache(client)
             try:
-                held = engine.prepare(msgs, max_tokens, job.cancel_token)
+                held = engine.read_ahead(msgs, max_tokens, job.cancel_token)
             except Exception:  # reading ahead only saves time; the answer itself reports a real failure
                 held = 0
             job.emit(Finished(job.id, "done", value=held))
 
-        return self._submit("prepare", client, run, on_event, bounded=False)
+        return self._submit("read_ahead", client, run, on_event, bounded=False)
 
     def submit_reconfigure(
         self,
@@ -671,11 +671,11 @@ class EngineHost:
             if bounded and len(self._queue) >= self.max_queue:
                 raise QueueFullError(len(self._queue))
             job = Job(next(self._ids), kind, client, run, on_event, _notify=self._notify)
-            if kind == "prepare":
-                self._latest_prepare[client] = job.id
+            if kind == "read_ahead":
+                self._latest_read_ahead[client] = job.id
             else:  # reading ahead gives way to any other job
                 for other in [*self._queue, self._running]:
-                    if other is not None and other.kind == "prepare":
+                    if other is not None and other.kind == "read_ahead":
                         other.cancel()
             self._queue.append(job)
             self._lock.notify_all()
@@ -729,7 +729,7 @@ class EngineHost:
         try:
             job.emit(Started(job.id))
             if job.cancelled:
-                job.emit(Finished(job.id, "cancelled", value=0 if job.kind == "prepare" else None))
+                job.emit(Finished(job.id, "cancelled", value=0 if job.kind == "read_ahead" else None))
             else:
                 job.run(job)
         except Exception as exc:  # a bug must not stop the host

@@ -907,7 +907,7 @@ class MainWindow(QMainWindow):
         if draft and self.can_send():
             # read the question into the KV cache while it is typed: sending it then prefills only the
             # last few tokens, so the answer starts sooner (docs/engine.md, "Reading ahead while you type")
-            self.bridge.prepare(messages, self.settings.max_tokens)
+            self.bridge.read_ahead(messages, self.settings.max_tokens)
         # counting a long chat takes too long for this thread: the plan counter answers with ``planned``
         self._plan_request = self.bridge.plan(messages, self.settings.max_tokens)
 

@@ -171,7 +171,7 @@ HISTORY = [
 ]
 
 
-def test_a_draft_prepared_while_typing_leaves_only_the_changed_tail_to_prefill(fp32_engine):
+def test_a_draft_read_ahead_while_typing_leaves_only_the_changed_tail_to_prefill(fp32_engine):
     params = SamplingParams(temperature=0.0, repetition_penalty=1.0, max_tokens=8)
     final = [*HISTORY, {"role": "user", "content": "What is the capital of France?"}]
     draft = [*HISTORY, {"role": "user", "content": "What is the capi"}]
@@ -181,31 +181,31 @@ def test_a_draft_prepared_while_typing_leaves_only_the_changed_tail_to_prefill(f
     fp32_engine.model.reset()
     draft_ids = fp32_engine.plan(draft, params.max_tokens).prompt
     final_ids = fp32_engine.plan(final, params.max_tokens).prompt
-    assert fp32_engine.prepare(draft, params.max_tokens) == len(draft_ids)
+    assert fp32_engine.read_ahead(draft, params.max_tokens) == len(draft_ids)
     assert fp32_engine.model.tokens == draft_ids
     text, warm = _answer(fp32_engine, final, params)
-    assert text == cold_text, "a prepared cache must not change the answer"
+    assert text == cold_text, "a cache read ahead must not change the answer"
     shared = common_prefix(draft_ids, final_ids)
     assert warm.stats.reused_tokens == shared
     assert warm.stats.prefill_tokens == len(final_ids) - shared < len(final_ids) // 2
 
 
-def test_preparing_an_unchanged_draft_again_runs_nothing(fp32_engine, monkeypatch):
+def test_reading_an_unchanged_draft_ahead_again_runs_nothing(fp32_engine, monkeypatch):
     draft = [*HISTORY, {"role": "user", "content": "What is the capi"}]
     fp32_engine.model.reset()
-    held = fp32_engine.prepare(draft, 8)
+    held = fp32_engine.read_ahead(draft, 8)
     passes = []
     monkeypatch.setattr(fp32_engine.model, "forward", lambda ids, keep=1: passes.append(ids))
-    assert fp32_engine.prepare(draft, 8) == held
+    assert fp32_engine.read_ahead(draft, 8) == held
     assert passes == []
 
 
-def test_preparing_a_draft_stops_when_cancelled(fp32_engine):
+def test_reading_a_draft_ahead_stops_when_cancelled(fp32_engine):
     cancel = threading.Event()
     cancel.set()
     fp32_engine.model.reset()
     draft = [*HISTORY, {"role": "user", "content": "What is"}]
-    assert fp32_engine.prepare(draft, 8, cancel) == 0
+    assert fp32_engine.read_ahead(draft, 8, cancel) == 0
     assert fp32_engine.model.tokens == []
 
 

@@ -234,12 +234,12 @@ def test_stop_strings_end_the_answer_where_they_begin(host):
 
 def test_reading_ahead_gives_way_and_then_makes_the_answer_reuse_it(host):
     holder = gate(host)
-    ahead = host.submit_prepare(A1, PARAMS.max_tokens)
+    ahead = host.submit_read_ahead(A1, PARAMS.max_tokens)
     answer = host.submit_answer(B1, PARAMS)
     holder.cancel()
     assert (done(ahead).reason, done(ahead).value) == ("cancelled", 0)
     assert done(answer).reason == "length"
-    held = done(host.submit_prepare(A1, PARAMS.max_tokens)).value
+    held = done(host.submit_read_ahead(A1, PARAMS.max_tokens)).value
     assert held == host.count_chat_tokens(A1)
     got = done(host.submit_answer(A1, PARAMS))
     assert got.stats.reused_tokens == held - 1  # all but the last token, whose logits start the reply

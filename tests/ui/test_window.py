@@ -548,10 +548,10 @@ def test_the_question_is_read_ahead_while_it_is_typed(qtbot, settings_for, make_
     window = make_window()
     send(qtbot, window, "Hello there")
     read = []
-    window.bridge.prepared.connect(lambda request, held: read.append((request, held)))
+    window.bridge.read_ahead_done.connect(lambda request, held: read.append((request, held)))
     qtbot.keyClicks(window.composer, "What is the capital of")
     # the meter's throttle reads the draft at once and then at most every 250 ms, ending with the whole
-    qtbot.waitUntil(lambda: bool(read) and read[-1][0] == window.bridge._next_prepare, timeout=30000)
+    qtbot.waitUntil(lambda: bool(read) and read[-1][0] == window.bridge._next_read_ahead, timeout=30000)
     engine = window.bridge.engine
     history = window.prompt_messages(window.store.path(window.conversation_id))
     draft = engine.plan([*history, {"role": "user", "content": "What is the capital of"}], 20).prompt

@@ -172,15 +172,15 @@ def test_emitting_many_signals_leaves_true_alone(qapp):
 def test_a_draft_read_ahead_is_reused_by_the_answer(qtbot, bridge):
     params = SamplingParams(temperature=0.0, max_tokens=10)
     draft = [{"role": "user", "content": "Tell me about the sea"}]
-    with qtbot.waitSignal(bridge.prepared, timeout=30000) as read:
-        request = bridge.prepare(draft, params.max_tokens)
+    with qtbot.waitSignal(bridge.read_ahead_done, timeout=30000) as read:
+        request = bridge.read_ahead(draft, params.max_tokens)
     assert read.args[0] == request
     held = read.args[1]
     assert held == len(bridge.engine.plan(draft, params.max_tokens).prompt)
     sent = [{"role": "user", "content": "Tell me about the sea and the sky"}]
     with qtbot.waitSignal(bridge.finished, timeout=30000) as done:
         bridge.answer(sent, params, None)
-        assert bridge.prepare(draft, params.max_tokens) is None, "no reading ahead while an answer waits"
+        assert bridge.read_ahead(draft, params.max_tokens) is None, "no reading ahead while an answer waits"
     stats = done.args[0].stats
     # everything up to where the text changed was reused, and only that
     shared = common_prefix(
@@ -209,7 +209,7 @@ def test_an_answer_stops_a_long_read_ahead_at_its_next_chunk(qtbot, bridge, monk
 
     bridge.engine.model.forward = pausing_forward
     try:
-        bridge.prepare(long_draft, 10)
+        bridge.read_ahead(long_draft, 10)
         qtbot.waitUntil(in_first_chunk.is_set, timeout=10000)
         with qtbot.waitSignal(bridge.finished, timeout=30000) as done:
             bridge.answer([{"role": "user", "content": "Hi"}], SamplingParams(max_tokens=3), None)

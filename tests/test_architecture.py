@@ -50,10 +50,13 @@ def test_importing_the_headless_core_loads_no_qt():
     assert r.returncode == 0, r.stdout + r.stderr
 
 
-# The layers, lowest first: who may import whom inside qwen_desktop (the package root, which holds only
-# __version__, is open to all). ui -> worker -> library -> convert -> engine; storage stands beside.
-# Anything not named here (ui, worker, cli, cli_chat, __main__) sits on top and may import any layer.
+# The layers, lowest first: who may import whom inside qwen_desktop. The package root (only __version__) and
+# units.py (sizes and durations as text; it imports nothing) are open to all. engine/ imports none of ours;
+# convert/ only engine/; library/ convert/, engine/ and storage/; storage/ none; server/ any of those four.
+# Anything not named here (ui, worker, cli*, __main__) sits on top and may import any layer.
+OPEN_TO_ALL = frozenset({"__version__", "units"})
 LAYERS: dict[str, frozenset[str]] = {
+    "units": frozenset(),
     "engine": frozenset({"engine"}),
     "convert": frozenset({"convert", "engine"}),
     "storage": frozenset({"storage"}),
@@ -95,7 +98,7 @@ def layer_violations(source: str, module: str) -> list[str]:
     bad = []
     for line, name in _imported_modules(ast.parse(source), module):
         target = _layer(name)
-        if target is not None and target != "__version__" and target not in allowed:
+        if target is not None and target not in OPEN_TO_ALL and target not in allowed:
             bad.append(
                 f"{module.replace('.', '/')}.py:{line} imports {name}: "
                 f"{own}/ may import only {', '.join(sorted(allowed))}"
@@ -128,6 +131,8 @@ def test_every_layer_imports_only_the_layers_below_it():
         ("qwen_desktop.library.install", "from qwen_desktop.ui.models_dialog import X\n", 1),
         ("qwen_desktop.library.install", "from qwen_desktop.convert.builder import build_model\n", 0),
         ("qwen_desktop.convert.builder", "from qwen_desktop import __version__\n", 0),
+        ("qwen_desktop.library.download", "from qwen_desktop.units import human_bytes\n", 0),
+        ("qwen_desktop.units", "from qwen_desktop.engine.errors import ModelError\n", 1),
         ("qwen_desktop.ui.app", "from qwen_desktop.worker import ChatWorker\n", 0),
     ],
 )

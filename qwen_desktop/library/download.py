@@ -38,6 +38,7 @@ from huggingface_hub.errors import HfHubHTTPError, OfflineModeIsEnabled
 from huggingface_hub.utils import build_hf_headers, hf_raise_for_status  # type: ignore[attr-defined]
 
 from qwen_desktop.engine.errors import ModelError
+from qwen_desktop.units import human_bytes
 
 OFFLINE_MESSAGE = (
     "The Hugging Face hub cannot be reached. Check your connection, or import a model file you already have "
@@ -358,12 +359,8 @@ def check_disk_space(folder: Path, needed: int, what: str = "the download") -> N
     free = shutil.disk_usage(probe).free
     if free < needed:
         raise DiskSpaceError(
-            f"not enough disk space for {what} in {folder}: {_gb(needed)} needed, {_gb(free)} free"
+            f"not enough disk space for {what} in {folder}: {human_bytes(needed)} needed, {human_bytes(free)} free"
         )
-
-
-def _gb(n: float) -> str:
-    return f"{n / 1e9:.2f} GB" if n >= 1e8 else f"{n / 1e6:.1f} MB"
 
 
 class _Speed:
@@ -524,7 +521,7 @@ def _write_error(exc: OSError, dest: Path) -> DownloadError:
 
 
 def _paused(what: str, done: int, total: int) -> str:
-    return f"download of {what} paused at {_gb(done)} of {_gb(total)}; it resumes from there next time"
+    return f"download of {what} paused at {human_bytes(done)} of {human_bytes(total)}; it resumes from there next time"
 
 
 def _origin(url: str) -> tuple[str, str, int | None]:
@@ -646,7 +643,7 @@ def _give_up(exc: BaseException, what: str, failures: int, done: int, total: int
         return _unreachable(exc)
     return ConnectionLostError(
         f"the connection keeps dropping while downloading {what} ({failures} tries in a row); "
-        f"{_gb(done)} of {_gb(total)} are kept and the next attempt resumes from there"
+        f"{human_bytes(done)} of {human_bytes(total)} are kept and the next attempt resumes from there"
     )
 
 

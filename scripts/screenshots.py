@@ -201,7 +201,7 @@ def shoot(
     return meter.longest_ms(), tokens[0], result.stats.decode_tps if result.stats else 0.0  # type: ignore[attr-defined]
 
 
-def shoot_welcome(home: Path, out: Path) -> None:
+def shoot_first_run(home: Path, out: Path) -> None:
     """The first-run page: no model configured or installed."""
     from qwen_desktop.ui.main_window import MainWindow
 
@@ -252,9 +252,9 @@ def main() -> int:
                 language="zh_CN",
                 mid_tokens=60,
             )
-            home = Path(tmp) / "welcome"
+            home = Path(tmp) / "first-run"
             home.mkdir()
-            shoot_welcome(home, args.out / "welcome.png")
+            shoot_first_run(home, args.out / "first-run.png")
         for (gap, tokens, tps), theme in zip(figures, ("light", "dark"), strict=True):
             print(
                 f"{theme}: longest gap of a 10 ms timer while {tokens} tokens streamed "

@@ -10,9 +10,12 @@ Every request is recorded (``server.requests``) so tests can check the ``Range``
 ``fail(status)``, ``drop_after`` (close the connection after N bytes, once), ``corrupt`` (serve other bytes
 than the checksum says), ``stall_after`` (stop sending after N bytes until closed), ``rate`` (bytes/s).
 
-Run it by hand to try ``qwen-desktop download`` against it (see docs/models.md)::
+Run it by hand to try ``qwen-desktop download`` against it (docs/models.md, "The local test server")::
 
-    python3 -m tests.hubserver --port 8765
+    python3 -m tests.hubserver --port 8765 --rate 50000    # --rate: bytes/s, slow enough to interrupt
+    export HF_ENDPOINT=http://127.0.0.1:8765 QWEN_DESKTOP_HOME=/tmp/qwen-demo   # in another terminal
+    qwen-desktop download qwen2.5-0.5b-instruct    # Ctrl-C half-way: "paused at ..."; run again to resume
+    qwen-desktop models                            # the table, the default marked with *
 """
 
 from __future__ import annotations

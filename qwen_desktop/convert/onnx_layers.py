@@ -27,7 +27,7 @@ PRECISIONS = ("int4", "int8", "w8a8", "fp32")
 BLOCK_SIZE = 32  # the embedding, the plain style, and any fast-style tensor not named below
 # Fast-style 4-bit block size per fused linear layer. Larger blocks read fewer scales per token (decode is
 # memory bound) but fit the weights more coarsely; measured with the numpy reference against fp32
-# (docs/engine.md), down_proj keeps its quality at 128 and o_proj at 64, while qkv, gate_up and the head
+# (docs/experiments.md, "Block sizes per matrix"), down_proj keeps its quality at 128 and o_proj at 64, while qkv, gate_up and the head
 # lose the most when their blocks grow. gate_up (half of all layer weights) is at 64 when it is fitted to
 # calibration activations (quant.quantize_gptq), which keeps its error below the plain fit's at 32.
 FAST_BLOCK_SIZES = {

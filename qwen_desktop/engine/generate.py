@@ -89,7 +89,7 @@ class Finished:
 GenerationEvent = TextPiece | Finished
 
 
-# Prompt lookup (see generate_step); the choices are measured in docs/engine.md.
+# Prompt lookup (see generate_step); the choices are measured in docs/experiments.md, "Prompt lookup and the sampler".
 LOOKUP_MIN_NGRAM = 2  # a draft needs the last 2+ tokens to have occurred before: 1-token matches mislead
 LOOKUP_MAX_PAUSE = 8  # most decode steps without a draft after rejected drafts (0: draft every step)
 

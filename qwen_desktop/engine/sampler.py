@@ -12,7 +12,7 @@ LogitsProcessor = Callable[[np.ndarray, Sequence[int]], np.ndarray]
 # Tokens whose probability is below this fraction of the best one's are never candidates: they cannot
 # change a sample in practice (20 of them, top-k's usual size, add up to 2e-6), and leaving them out
 # first means the partition and sort below work on tens of logits instead of the vocabulary's 150k
-# (1.5 ms -> ~0.1 ms a token for top-k 20, docs/engine.md).
+# (1.5 ms -> ~0.1 ms a token for top-k 20, docs/experiments.md, "Prompt lookup and the sampler").
 NEGLIGIBLE = 1e-7
 
 

@@ -357,10 +357,7 @@ def sweep_key(folder: Path | str) -> str:
         files = load_model_files(folder)
     except ModelError:
         return str(folder)
-    try:
-        digest = source_checksum(files.manifest)
-    except (AttributeError, TypeError):  # a manifest whose source list is malformed: named without it
-        digest = ""
+    digest = source_checksum(files.manifest)  # "" for a manifest whose source list is malformed
     return f"{folder.name} · {files.precision} · {digest[:16]}"
 
 

@@ -47,8 +47,12 @@ def read_manifest(folder: Path) -> dict[str, Any]:
 
 
 def source_checksum(manifest: dict[str, Any]) -> str:
-    """The SHA-256 of the source file, or for several files the SHA-256 of their ``name sha256`` lines."""
-    files = manifest.get("source", {}).get("files", [])
+    """The SHA-256 of the source file, or for several files the SHA-256 of their ``name sha256`` lines; ""
+    when the manifest names no source files. Never raises: a hand-edited manifest whose source list is
+    malformed must not break the list of models that reads this for every folder."""
+    source = manifest.get("source")
+    listed = source.get("files") if isinstance(source, dict) else None
+    files = [f for f in listed if isinstance(f, dict)] if isinstance(listed, list) else []
     if len(files) == 1:
         return str(files[0].get("sha256", ""))
     lines = "".join(

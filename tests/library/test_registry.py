@@ -351,6 +351,20 @@ def test_only_complete_folders_are_listed(models, tiny_gguf):
     assert models.get_default().name == "good"  # a broken folder is never the default
 
 
+def test_a_model_whose_manifest_lists_its_sources_badly_is_still_listed(models, tiny_gguf):
+    # A copied-in folder (no install.json) whose hand-edited manifest has a malformed source list: the list
+    # of models names it without a checksum instead of failing for every model.
+    models.import_model(tiny_gguf, name="good")
+    shutil.copytree(models.models_dir / "good", models.models_dir / "edited")
+    (models.models_dir / "edited" / "install.json").unlink()
+    manifest = json.loads((models.models_dir / "edited" / "manifest.json").read_text())
+    manifest["source"] = {"files": "model.gguf"}
+    (models.models_dir / "edited" / "manifest.json").write_text(json.dumps(manifest))
+    listed = {m.name: m for m in models.list_models()}
+    assert not listed["edited"].broken and listed["edited"].checksum == ""
+    assert listed["good"].checksum
+
+
 BAD_MANIFESTS = [
     "[]",
     '{"format": "qwen-desktop-model", "format_version": "abc"}',

@@ -16,6 +16,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from qwen_desktop.cli_chat import _resolve_model
     from qwen_desktop.engine.host import EngineHost, Finished
     from qwen_desktop.server import LocalServer, ServerConfig, is_loopback
+    from qwen_desktop.storage.paths import ort_cache_dir
 
     if not is_loopback(args.host) and not args.allow_remote:
         print(
@@ -26,7 +27,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         return 2
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
     folder = _resolve_model(args.model)
-    host = EngineHost(max_queue=args.max_queue)
+    host = EngineHost(max_queue=args.max_queue, cache_root=ort_cache_dir())
     print(f"loading {folder} …", file=sys.stderr, flush=True)
     loaded = host.submit_load(
         folder, threads=args.threads, context_limit=args.context, low_memory=args.low_memory

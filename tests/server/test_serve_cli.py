@@ -11,8 +11,9 @@ import sys
 import openai
 
 
-def test_serve_answers_the_openai_client_and_stops_on_ctrl_c(tiny_model_dir):
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+def test_serve_answers_the_openai_client_and_stops_on_ctrl_c(tiny_model_dir, tmp_path):
+    home = tmp_path / "home"
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "QWEN_DESKTOP_HOME": str(home)}
     proc = subprocess.Popen(
         [sys.executable, "-m", "qwen_desktop", "serve", "--model", str(tiny_model_dir), "--port", "0"],
         stdout=subprocess.PIPE,
@@ -41,6 +42,8 @@ def test_serve_answers_the_openai_client_and_stops_on_ctrl_c(tiny_model_dir):
     assert proc.returncode == 0, err
     assert '"POST /v1/chat/completions" 200' in err  # one log line per request
     assert "stopped" in err
+    # the server loads through the same optimized-graph cache as the app and the terminal chat
+    assert list((home / "cache" / "ort").glob("*/model.opt.onnx")), "serve wrote no optimized graph"
 
 
 def test_serve_refuses_a_network_address_without_the_flag(tiny_model_dir):

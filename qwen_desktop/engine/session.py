@@ -27,7 +27,7 @@ from qwen_desktop.engine.ort_cache import OpenedGraph, drop_stale_cache_entries,
 ALONGSIDE_DELAY_S = 0.01
 
 # Prompts of at least this many new tokens go through the int8 prefill graph when the folder has one: below
-# it the 4-bit decode graph, which reads half the weight bytes, is as fast (docs/experiments.md, "Two graphs, bindings and the optimized-graph cache").
+# it the 4-bit decode graph, which reads half the weight bytes, is as fast (docs/engine.md).
 PREFILL_MIN_TOKENS = 8
 
 
@@ -48,7 +48,7 @@ def session_options(ort: Any, threads: int, spinning: bool, optimize: bool = Tru
     opts.add_session_config_entry("session.intra_op.allow_spinning", "1" if spinning else "0")
     # A model runs two or three sessions in turn (decoder, head, prefill); threads one of them leaves
     # spinning after its run would take a core from the next. Decode with a separate head: 0.90x without
-    # this, 0.99x with it, against the head inside the decode graph (docs/experiments.md, "The shared head and spinning threads").
+    # this, 0.99x with it, against the head inside the decode graph (docs/engine.md).
     opts.add_session_config_entry("session.force_spinning_stop", "1")
     opts.log_severity_level = 3
     return opts

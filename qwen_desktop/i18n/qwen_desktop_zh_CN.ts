@@ -12,357 +12,363 @@
 <context>
     <name>DownloadDialog</name>
     <message>
-        <location filename="../ui/download_dialog.py" line="254"/>
-        <location filename="../ui/download_dialog.py" line="325"/>
+        <location filename="../ui/download_dialog.py" line="262"/>
+        <location filename="../ui/download_dialog.py" line="333"/>
         <source>Download a model</source>
         <translation>下载模型</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="255"/>
+        <location filename="../ui/download_dialog.py" line="263"/>
         <source>Model download</source>
         <translation>模型下载</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="260"/>
+        <location filename="../ui/download_dialog.py" line="268"/>
         <source>What is being installed</source>
         <translation>正在安装的内容</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="264"/>
+        <location filename="../ui/download_dialog.py" line="272"/>
         <source>Where it comes from</source>
         <translation>来源</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="275"/>
+        <location filename="../ui/download_dialog.py" line="283"/>
         <source>Stage</source>
         <translation>阶段</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="270"/>
+        <location filename="../ui/download_dialog.py" line="278"/>
         <source>Progress</source>
         <translation>进度</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="281"/>
+        <location filename="../ui/download_dialog.py" line="289"/>
         <source>Bytes, speed and time left</source>
         <translation>已下载、速度和剩余时间</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="285"/>
+        <location filename="../ui/download_dialog.py" line="293"/>
         <source>Note</source>
         <translation>说明</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="291"/>
+        <location filename="../ui/download_dialog.py" line="299"/>
         <source>Problem</source>
         <translation>问题</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="298"/>
-        <source>Import from disk…</source>
-        <translation>从磁盘导入…</translation>
-    </message>
-    <message>
-        <location filename="../ui/download_dialog.py" line="299"/>
+        <location filename="../ui/download_dialog.py" line="307"/>
         <source>Import a model from disk instead</source>
         <translation>改为从磁盘导入模型</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="303"/>
-        <location filename="../ui/download_dialog.py" line="537"/>
-        <location filename="../ui/download_dialog.py" line="587"/>
+        <location filename="../ui/download_dialog.py" line="311"/>
+        <location filename="../ui/download_dialog.py" line="558"/>
+        <location filename="../ui/download_dialog.py" line="609"/>
         <source>Resume</source>
         <translation>继续</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="304"/>
+        <location filename="../ui/download_dialog.py" line="312"/>
         <source>Resume or retry the download</source>
         <translation>继续或重试下载</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="309"/>
+        <location filename="../ui/download_dialog.py" line="317"/>
         <source>Use this model</source>
         <translation>使用此模型</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="310"/>
+        <location filename="../ui/download_dialog.py" line="318"/>
         <source>Use this model now</source>
         <translation>立即使用此模型</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="314"/>
-        <location filename="../ui/download_dialog.py" line="394"/>
+        <location filename="../ui/download_dialog.py" line="322"/>
+        <location filename="../ui/download_dialog.py" line="404"/>
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="315"/>
+        <location filename="../ui/download_dialog.py" line="323"/>
         <source>Cancel or close</source>
         <translation>取消或关闭</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="326"/>
+        <location filename="../ui/download_dialog.py" line="334"/>
         <source>&lt;b&gt;Downloading %1&lt;/b&gt;</source>
         <translation>&lt;b&gt;正在下载 %1&lt;/b&gt;</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="328"/>
+        <location filename="../ui/download_dialog.py" line="336"/>
         <source>about %1</source>
         <translation>约 %1</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="330"/>
+        <location filename="../ui/download_dialog.py" line="338"/>
         <source>licence %1</source>
         <translation>许可证 %1</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="334"/>
+        <location filename="../ui/download_dialog.py" line="342"/>
         <source>Cancel keeps what has arrived: pressing Download again later continues from there. The file is checked against the hub&apos;s SHA-256 before it is used.</source>
         <translation>取消会保留已下载的部分：之后再次点击“下载”会从那里继续。文件在使用前会与模型库提供的 SHA-256 校验。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="339"/>
+        <location filename="../ui/download_dialog.py" line="347"/>
         <source>Connecting to the Hugging Face hub…</source>
         <translation>正在连接 Hugging Face 模型库…</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="346"/>
+        <location filename="../ui/download_dialog.py" line="354"/>
         <source>Import a model</source>
         <translation>导入模型</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="347"/>
+        <location filename="../ui/download_dialog.py" line="355"/>
         <source>&lt;b&gt;Importing %1&lt;/b&gt;</source>
         <translation>&lt;b&gt;正在导入 %1&lt;/b&gt;</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="360"/>
+        <location filename="../ui/download_dialog.py" line="368"/>
         <source>Reading…</source>
         <translation>正在读取…</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="404"/>
+        <location filename="../ui/download_dialog.py" line="414"/>
         <source>%1 of %2</source>
         <translation>%1 / %2</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="406"/>
+        <location filename="../ui/download_dialog.py" line="422"/>
         <source>%1/s</source>
         <translation>%1/秒</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="499"/>
+        <location filename="../ui/download_dialog.py" line="520"/>
         <source>Close</source>
         <translation>关闭</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="520"/>
+        <location filename="../ui/download_dialog.py" line="541"/>
         <source>Installed</source>
         <translation>已安装</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="508"/>
+        <location filename="../ui/download_dialog.py" line="529"/>
         <source>%1 · %2 on disk · in %3</source>
         <translation>%1 · 占用 %2 · 位于 %3</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="278"/>
+        <location filename="../ui/download_dialog.py" line="286"/>
         <source>Time taken and time left</source>
         <translation>已用时间和剩余时间</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="354"/>
+        <location filename="../ui/download_dialog.py" line="362"/>
         <source>The file is prepared once for this app; that takes about %1 min on a 2-core laptop (less on a faster computer). Cancel stops it and leaves nothing behind.</source>
         <translation>文件只需为本应用准备一次；在双核笔记本电脑上大约需要 %1 分钟（更快的电脑用时更短）。“取消”会停止并且不留下任何内容。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="359"/>
+        <location filename="../ui/download_dialog.py" line="367"/>
         <source>The model is copied into the models folder.</source>
         <translation>模型将被复制到模型文件夹。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="424"/>
+        <location filename="../ui/download_dialog.py" line="442"/>
         <source>Downloading the model</source>
         <translation>正在下载模型</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="425"/>
+        <location filename="../ui/download_dialog.py" line="443"/>
         <source>Reading the file</source>
         <translation>正在读取文件</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="426"/>
+        <location filename="../ui/download_dialog.py" line="444"/>
         <source>Trying the model on a sample text</source>
         <translation>正在用示例文本试运行模型</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="427"/>
+        <location filename="../ui/download_dialog.py" line="445"/>
         <source>Making the model smaller so it runs fast</source>
         <translation>正在缩小模型，让它运行得更快</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="428"/>
-        <location filename="../ui/download_dialog.py" line="430"/>
+        <location filename="../ui/download_dialog.py" line="446"/>
+        <location filename="../ui/download_dialog.py" line="448"/>
         <source>Saving</source>
         <translation>正在保存</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="429"/>
+        <location filename="../ui/download_dialog.py" line="447"/>
         <source>Preparing quick reading of long messages</source>
         <translation>正在准备快速读取长消息</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="431"/>
+        <location filename="../ui/download_dialog.py" line="449"/>
         <source>Finishing the model</source>
         <translation>正在完成模型</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="432"/>
+        <location filename="../ui/download_dialog.py" line="450"/>
         <source>Checking the files</source>
         <translation>正在检查文件</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="433"/>
+        <location filename="../ui/download_dialog.py" line="451"/>
         <source>Copying the model</source>
         <translation>正在复制模型</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="434"/>
+        <location filename="../ui/download_dialog.py" line="452"/>
         <source>Starting the model</source>
         <translation>正在启动模型</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="446"/>
+        <location filename="../ui/download_dialog.py" line="464"/>
         <source>%1 so far</source>
         <translation>已用 %1</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="448"/>
+        <location filename="../ui/download_dialog.py" line="466"/>
         <source>working out the time left…</source>
         <translation>正在估算剩余时间…</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="450"/>
+        <location filename="../ui/download_dialog.py" line="424"/>
+        <location filename="../ui/download_dialog.py" line="471"/>
         <source>about %1 left</source>
         <translation>约剩 %1</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="468"/>
+        <location filename="../ui/download_dialog.py" line="306"/>
+        <source>Use a model file you already have…</source>
+        <translation>使用已有的模型文件…</translation>
+    </message>
+    <message>
+        <location filename="../ui/download_dialog.py" line="469"/>
+        <source>about %1 left in all</source>
+        <translation>全部完成约剩 %1</translation>
+    </message>
+    <message>
+        <location filename="../ui/download_dialog.py" line="489"/>
         <source>Installed. Switching to it as soon as the answer being written is done…</source>
         <translation>已安装。正在生成的回答完成后即切换到它…</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="478"/>
+        <location filename="../ui/download_dialog.py" line="499"/>
         <source>Ready: the app now uses %1.</source>
         <translation>就绪：应用现在使用 %1。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="488"/>
+        <location filename="../ui/download_dialog.py" line="509"/>
         <source>Installed, but it could not be started</source>
         <translation>已安装，但无法启动</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="516"/>
+        <location filename="../ui/download_dialog.py" line="537"/>
         <source>The model is installed; the app switches to it by itself.</source>
         <translation>模型已安装，应用会自动切换到它。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="521"/>
+        <location filename="../ui/download_dialog.py" line="542"/>
         <source>The model is ready. It is listed among the installed models.</source>
         <translation>模型已就绪，已列在已安装的模型中。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="528"/>
+        <location filename="../ui/download_dialog.py" line="549"/>
         <source>Paused</source>
         <translation>已暂停</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="533"/>
+        <location filename="../ui/download_dialog.py" line="554"/>
         <source>What has arrived is kept in the models folder; Resume (or Download later) continues from there.</source>
         <translation>已下载的部分保留在模型文件夹中；点击“继续”（或之后再下载）会从那里继续。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="540"/>
+        <location filename="../ui/download_dialog.py" line="561"/>
         <source>The import was cancelled; nothing was installed.</source>
         <translation>导入已取消，未安装任何内容。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="544"/>
+        <location filename="../ui/download_dialog.py" line="565"/>
         <source>Stopped while building. The downloaded file is kept: Resume only builds it.</source>
         <translation>在构建时停止。已下载的文件会保留：“继续”只需重新构建。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="548"/>
+        <location filename="../ui/download_dialog.py" line="569"/>
         <source>Paused at %1 of %2.</source>
         <translation>暂停于 %1 / %2。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="553"/>
+        <location filename="../ui/download_dialog.py" line="574"/>
         <source>Stopped.</source>
         <translation>已停止。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="560"/>
+        <location filename="../ui/download_dialog.py" line="581"/>
         <source>The Hugging Face hub cannot be reached.</source>
         <translation>无法连接 Hugging Face 模型库。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="561"/>
+        <location filename="../ui/download_dialog.py" line="582"/>
         <source>This model was not found on the hub.</source>
         <translation>模型库中找不到此模型。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="562"/>
+        <location filename="../ui/download_dialog.py" line="583"/>
         <source>This model needs a Hugging Face login.</source>
         <translation>此模型需要登录 Hugging Face。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="563"/>
+        <location filename="../ui/download_dialog.py" line="584"/>
         <source>The download arrived damaged and was deleted; nothing was installed.</source>
         <translation>下载的文件已损坏并被删除，未安装任何内容。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="564"/>
+        <location filename="../ui/download_dialog.py" line="585"/>
         <source>Not enough disk space.</source>
         <translation>磁盘空间不足。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="565"/>
+        <location filename="../ui/download_dialog.py" line="586"/>
         <source>The hub keeps answering with an error.</source>
         <translation>模型库持续返回错误。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="566"/>
+        <location filename="../ui/download_dialog.py" line="587"/>
         <source>The connection keeps dropping; what arrived is kept.</source>
         <translation>连接不断中断；已下载的部分会保留。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="568"/>
+        <location filename="../ui/download_dialog.py" line="589"/>
         <source>The model could not be installed.</source>
         <translation>无法安装模型。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="571"/>
-        <source>Check your connection and try again, or import a model file you already have (a GGUF file or a Hugging Face folder) with Import from disk…</source>
-        <translation>请检查网络连接后重试，或通过“从磁盘导入…”导入已有的模型文件（GGUF 文件或 Hugging Face 文件夹）。</translation>
-    </message>
-    <message>
-        <location filename="../ui/download_dialog.py" line="576"/>
+        <location filename="../ui/download_dialog.py" line="595"/>
         <source>Failed</source>
         <translation>失败</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="578"/>
+        <location filename="../ui/download_dialog.py" line="598"/>
         <source>What has arrived is kept; Resume continues from there.</source>
         <translation>已下载的部分会保留；“继续”会从那里继续。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="587"/>
+        <location filename="../ui/download_dialog.py" line="609"/>
         <source>Try again</source>
         <translation>重试</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="605"/>
+        <location filename="../ui/download_dialog.py" line="618"/>
+        <source>No connection to %1 — check the network, or use a model file you already have.</source>
+        <translation>无法连接到 %1 —— 请检查网络，或使用已有的模型文件。</translation>
+    </message>
+    <message>
+        <location filename="../ui/download_dialog.py" line="635"/>
         <source>Stopping…</source>
         <translation>正在停止…</translation>
     </message>
@@ -370,118 +376,123 @@
 <context>
     <name>FirstRunPage</name>
     <message>
-        <location filename="../ui/first_run.py" line="92"/>
-        <location filename="../ui/first_run.py" line="106"/>
+        <location filename="../ui/first_run.py" line="93"/>
+        <location filename="../ui/first_run.py" line="107"/>
         <source>Choose a model</source>
         <translation>选择模型</translation>
     </message>
     <message>
-        <location filename="../ui/first_run.py" line="105"/>
+        <location filename="../ui/first_run.py" line="106"/>
         <source>&lt;h2&gt;Choose a model&lt;/h2&gt;</source>
         <translation>&lt;h2&gt;选择模型&lt;/h2&gt;</translation>
     </message>
     <message>
-        <location filename="../ui/first_run.py" line="110"/>
+        <location filename="../ui/first_run.py" line="111"/>
         <source>Qwen Desktop answers with a model that runs on this computer: what you type never leaves it. Pick one to start.</source>
         <translation>Qwen 桌面版使用在这台电脑上运行的模型来回答：你输入的内容不会离开这台电脑。请选择一个开始。</translation>
     </message>
     <message>
-        <location filename="../ui/first_run.py" line="115"/>
+        <location filename="../ui/first_run.py" line="116"/>
         <source>About this page</source>
         <translation>关于此页</translation>
     </message>
     <message>
-        <location filename="../ui/first_run.py" line="120"/>
+        <location filename="../ui/first_run.py" line="121"/>
+        <source>What went wrong</source>
+        <translation>出了什么问题</translation>
+    </message>
+    <message>
+        <location filename="../ui/first_run.py" line="127"/>
         <source>Use the model included with the app</source>
         <translation>使用随应用附带的模型</translation>
     </message>
     <message>
-        <location filename="../ui/first_run.py" line="127"/>
+        <location filename="../ui/first_run.py" line="134"/>
         <source>Download a model</source>
         <translation>下载模型</translation>
     </message>
     <message>
-        <location filename="../ui/first_run.py" line="134"/>
+        <location filename="../ui/first_run.py" line="141"/>
         <source>Use a model file you already have…</source>
         <translation>使用已有的模型文件…</translation>
     </message>
     <message>
-        <location filename="../ui/first_run.py" line="136"/>
+        <location filename="../ui/first_run.py" line="143"/>
         <source>For example one you downloaded for LM Studio or Ollama. It is prepared once for this app; the file itself is left as it is.</source>
         <translation>例如你为 LM Studio 或 Ollama 下载的文件。它会为本应用准备一次；文件本身保持不变。</translation>
     </message>
     <message>
-        <location filename="../ui/first_run.py" line="140"/>
+        <location filename="../ui/first_run.py" line="147"/>
         <source>Choose a model file on this computer</source>
         <translation>选择这台电脑上的模型文件</translation>
     </message>
     <message>
-        <location filename="../ui/first_run.py" line="145"/>
+        <location filename="../ui/first_run.py" line="152"/>
         <source>Choose a folder instead…</source>
         <translation>改为选择文件夹…</translation>
     </message>
     <message>
-        <location filename="../ui/first_run.py" line="146"/>
+        <location filename="../ui/first_run.py" line="153"/>
         <source>Choose a model folder on this computer</source>
         <translation>选择这台电脑上的模型文件夹</translation>
     </message>
     <message>
-        <location filename="../ui/first_run.py" line="151"/>
+        <location filename="../ui/first_run.py" line="158"/>
         <source>More models…</source>
         <translation>更多模型…</translation>
     </message>
     <message>
-        <location filename="../ui/first_run.py" line="152"/>
+        <location filename="../ui/first_run.py" line="159"/>
         <source>Show all the models you can download</source>
         <translation>显示所有可下载的模型</translation>
     </message>
     <message>
-        <location filename="../ui/first_run.py" line="159"/>
+        <location filename="../ui/first_run.py" line="166"/>
         <source>Or drop a model file or folder anywhere on this window.</source>
         <translation>也可以把模型文件或文件夹拖放到此窗口的任意位置。</translation>
     </message>
     <message>
-        <location filename="../ui/first_run.py" line="160"/>
+        <location filename="../ui/first_run.py" line="167"/>
         <source>Drop a model here</source>
         <translation>把模型拖放到这里</translation>
     </message>
     <message>
-        <location filename="../ui/first_run.py" line="170"/>
+        <location filename="../ui/first_run.py" line="177"/>
         <source>Start with %1</source>
         <translation>使用 %1 开始</translation>
     </message>
     <message>
-        <location filename="../ui/first_run.py" line="172"/>
+        <location filename="../ui/first_run.py" line="179"/>
         <source>Included with the app, ready at once (%1 on disk).</source>
         <translation>随应用附带，立即可用（占用 %1）。</translation>
     </message>
     <message>
-        <location filename="../ui/first_run.py" line="178"/>
+        <location filename="../ui/first_run.py" line="185"/>
         <source>Download %1</source>
         <translation>下载 %1</translation>
     </message>
     <message>
-        <location filename="../ui/first_run.py" line="179"/>
+        <location filename="../ui/first_run.py" line="186"/>
         <source>a few hundred MB</source>
         <translation>几百 MB</translation>
     </message>
     <message>
-        <location filename="../ui/first_run.py" line="182"/>
+        <location filename="../ui/first_run.py" line="189"/>
         <source>Downloads %1, then takes about %2 minutes to get ready on a 2-core laptop. Only this step uses the internet.</source>
         <translation>下载 %1，然后在双核笔记本电脑上大约需要 %2 分钟准备。只有这一步会用到网络。</translation>
     </message>
     <message>
-        <location filename="../ui/first_run.py" line="194"/>
+        <location filename="../ui/first_run.py" line="208"/>
         <source>Choose a model file</source>
         <translation>选择模型文件</translation>
     </message>
     <message>
-        <location filename="../ui/first_run.py" line="196"/>
+        <location filename="../ui/first_run.py" line="210"/>
         <source>Model files (*.gguf);;All files (*)</source>
         <translation>模型文件 (*.gguf);;所有文件 (*)</translation>
     </message>
     <message>
-        <location filename="../ui/first_run.py" line="203"/>
+        <location filename="../ui/first_run.py" line="217"/>
         <source>Choose a model folder</source>
         <translation>选择模型文件夹</translation>
     </message>
@@ -682,37 +693,37 @@ Loaded in %2 s, warmed up in %3 s</source>
         <translation>系统提示：%1 · 历史与消息：%2 · 为回答保留：%3</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="1029"/>
+        <location filename="../ui/main_window.py" line="1039"/>
         <source>%1 is installed; the app switches to it when this answer is done.</source>
         <translation>%1 已安装；此回答完成后应用会切换到它。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="1049"/>
+        <location filename="../ui/main_window.py" line="1059"/>
         <source>Now using %1, the model just installed.</source>
         <translation>现在使用刚安装的模型 %1。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="1117"/>
+        <location filename="../ui/main_window.py" line="1127"/>
         <source>The local server could not start on port %1: %2</source>
         <translation>本地服务器无法在端口 %1 上启动：%2</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="1131"/>
+        <location filename="../ui/main_window.py" line="1141"/>
         <source>API %1</source>
         <translation>API %1</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="1133"/>
+        <location filename="../ui/main_window.py" line="1143"/>
         <source>API request running… (%1)</source>
         <translation>API 请求进行中…（%1）</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="1136"/>
+        <location filename="../ui/main_window.py" line="1146"/>
         <source>Apps on this computer can use the model at %1/v1 (OpenAI-compatible).</source>
         <translation>本机上的应用可以通过 %1/v1 使用此模型（兼容 OpenAI）。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="1145"/>
+        <location filename="../ui/main_window.py" line="1155"/>
         <source>Waiting for an API request to finish…</source>
         <translation>正在等待 API 请求完成…</translation>
     </message>
@@ -843,7 +854,7 @@ Loaded in %2 s, warmed up in %3 s</source>
         <translation>有一条消息超出上下文长度，将从中间截短。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="1088"/>
+        <location filename="../ui/main_window.py" line="1098"/>
         <source>Applying settings…</source>
         <translation>正在应用设置…</translation>
     </message>

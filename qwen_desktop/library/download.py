@@ -18,12 +18,13 @@ import contextlib
 import errno
 import hashlib
 import json
+import math
 import os
 import shutil
 import socket
 import threading
 import time
-from collections import deque
+import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,14 +41,14 @@ from huggingface_hub.utils import build_hf_headers, hf_raise_for_status  # type:
 from qwen_desktop.engine.errors import ModelError
 from qwen_desktop.units import human_bytes
 
-OFFLINE_MESSAGE = (
-    "The Hugging Face hub cannot be reached. Check your connection, or import a model file you already have "
-    "(Import from disk…)"
-)
+OFFLINE_MESSAGE = "No connection to {host} — check the network, or use a model file you already have."
 PART_SUFFIX = ".part"
 PART_META_SUFFIX = ".part.json"
 RETRY_STATUS = frozenset({408, 429, 500, 502, 503, 504})
-SPEED_WINDOW = 3.0  # seconds of history behind the speed shown (steady, yet follows a change within seconds)
+SPEED_INTERVAL = 0.5  # seconds: the speed is measured over intervals at least this long
+SPEED_SMOOTHING = (
+    2.0  # seconds: time constant of the running average over those (steady, yet follows a change)
+)
 
 
 class DownloadError(ModelError):
@@ -153,6 +154,13 @@ def hub_endpoint(endpoint: str | None = None) -> str:
     return (endpoint or os.environ.get("HF_ENDPOINT") or constants.ENDPOINT).rstrip("/")
 
 
+def offline_message(endpoint: str | None = None) -> str:
+    """The one sentence for a hub that cannot be reached, naming its host (``huggingface.co``, or the mirror
+    ``HF_ENDPOINT`` names)."""
+    host = urlsplit(hub_endpoint(endpoint)).hostname or hub_endpoint(endpoint)
+    return OFFLINE_MESSAGE.format(host=host)
+
+
 def is_offline() -> bool:
     """True when ``HF_HUB_OFFLINE`` (read now, not at import) or huggingface_hub says to stay offline."""
     flag = os.environ.get("HF_HUB_OFFLINE", "").strip().upper()
@@ -197,7 +205,7 @@ def _is_connect_failure(exc: BaseException) -> bool:
     return isinstance(exc, (httpx2.ConnectError, httpx2.ConnectTimeout, OfflineModeIsEnabled))
 
 
-def _unreachable(exc: BaseException) -> HubOfflineError:
+def _unreachable(exc: BaseException, endpoint: str | None) -> HubOfflineError:
     """The error for a connection that could not be made; a failed TLS check is not "offline"."""
     text = str(exc)
     if "CERTIFICATE_VERIFY_FAILED" in text or "certificate verify failed" in text:
@@ -205,7 +213,27 @@ def _unreachable(exc: BaseException) -> HubOfflineError:
             "the Hugging Face hub's TLS certificate could not be verified (an HTTPS-inspecting proxy? add its "
             "certificate to the system's trusted certificates); verification stays on"
         )
-    return HubOfflineError(OFFLINE_MESSAGE)
+    proxy = _proxy_for(hub_endpoint(endpoint))
+    if proxy is not None:
+        where = urlsplit(proxy).netloc or proxy
+        return HubOfflineError(
+            f"No connection to the proxy {where} — check the proxy settings (HTTPS_PROXY, HTTP_PROXY), or use "
+            "a model file you already have."
+        )
+    return HubOfflineError(offline_message(endpoint))
+
+
+def _proxy_for(url: str) -> str | None:
+    """The proxy the environment names for ``url`` (``HTTPS_PROXY``/``HTTP_PROXY``/``ALL_PROXY``, less the
+    hosts in ``NO_PROXY``), as huggingface_hub's HTTP client picks it; None for a direct connection."""
+    parts = urlsplit(url)
+    proxies = urllib.request.getproxies_environment()
+    proxy = proxies.get(parts.scheme) or proxies.get("all")
+    # proxy_bypass_environment is public in the standard library but missing from typeshed
+    bypass = urllib.request.proxy_bypass_environment  # type: ignore[attr-defined]
+    if not proxy or bypass(parts.hostname or "", proxies):
+        return None
+    return proxy
 
 
 def _is_transient(exc: BaseException) -> bool:
@@ -232,7 +260,9 @@ def _sleep(seconds: float, cancel: threading.Event | None) -> None:
         raise DownloadCancelledError("download cancelled")
 
 
-def _call_hub(fn: Callable[[], Any], what: str, retry: RetryPolicy, cancel: threading.Event | None) -> Any:
+def _call_hub(
+    fn: Callable[[], Any], what: str, retry: RetryPolicy, cancel: threading.Event | None, endpoint: str
+) -> Any:
     """Run one metadata request, retrying 5xx/timeouts with backoff and turning failures into one-liners."""
     failures = 0
     while True:
@@ -247,7 +277,7 @@ def _call_hub(fn: Callable[[], Any], what: str, retry: RetryPolicy, cancel: thre
         except Exception as exc:
             if _is_connect_failure(exc):
                 # Retrying a refused connection only delays the message: the person can retry in one click.
-                raise _unreachable(exc) from None
+                raise _unreachable(exc, endpoint) from None
             if not _is_transient(exc):
                 if isinstance(exc, HfHubHTTPError) and exc.response is not None:
                     raise _status_error(exc.response.status_code, what) from None
@@ -279,7 +309,7 @@ def resolve_file(
         DownloadError: one of its subclasses, with a one-line message.
     """
     if is_offline():
-        raise HubOfflineError(OFFLINE_MESSAGE)
+        raise HubOfflineError(offline_message(endpoint))
     base = hub_endpoint(endpoint)
     url = hf_hub_url(repo_id, filename, revision=revision, endpoint=base)
     what = _what(repo_id, filename, revision)
@@ -287,7 +317,7 @@ def resolve_file(
     def head() -> Any:
         return get_hf_file_metadata(url, token=token, endpoint=base)
 
-    meta = _call_hub(head, what, retry or RetryPolicy(), cancel)
+    meta = _call_hub(head, what, retry or RetryPolicy(), cancel, base)
     if meta.commit_hash is None:
         raise DownloadError(
             f"{base} did not answer like the Hugging Face hub (no X-Repo-Commit header); check HF_ENDPOINT and "
@@ -336,13 +366,13 @@ def list_repo_files(
     all from one commit.
     """
     if is_offline():
-        raise HubOfflineError(OFFLINE_MESSAGE)
+        raise HubOfflineError(offline_message(endpoint))
     api = HfApi(endpoint=hub_endpoint(endpoint))
 
     def info() -> Any:
         return api.model_info(repo_id, revision=revision, files_metadata=True, token=token)
 
-    model = _call_hub(info, _what(repo_id, None, revision), retry or RetryPolicy(), cancel)
+    model = _call_hub(info, _what(repo_id, None, revision), retry or RetryPolicy(), cancel, api.endpoint)
     files = {
         s.rfilename: RepoFile(s.rfilename, s.size, s.lfs.sha256 if s.lfs else None)
         for s in model.siblings or []
@@ -364,18 +394,37 @@ def check_disk_space(folder: Path, needed: int, what: str = "the download") -> N
 
 
 class _Speed:
-    """Bytes per second over a sliding window of recent samples."""
+    """Bytes per second as a running average (time constant ``smoothing``) of the speed over successive
+    intervals of at least ``interval`` seconds. The first interval is left out: it holds the burst of what the
+    connection had buffered. Until the average exists, the speed since the first sample."""
 
-    def __init__(self, window: float = SPEED_WINDOW) -> None:
-        self.window = window
-        self.samples: deque[tuple[float, int]] = deque()
+    def __init__(self, interval: float = SPEED_INTERVAL, smoothing: float = SPEED_SMOOTHING) -> None:
+        self.interval = interval
+        self.smoothing = smoothing
+        self.first: tuple[float, int] | None = None
+        self.mark: tuple[float, int] | None = None  # where the interval being measured started
+        self.intervals = 0
+        self.smoothed: float | None = None
 
     def add(self, now: float, done: int) -> float:
-        self.samples.append((now, done))
-        while len(self.samples) > 2 and now - self.samples[0][0] > self.window:
-            self.samples.popleft()
-        t0, d0 = self.samples[0]
-        return (done - d0) / (now - t0) if now > t0 else 0.0
+        if self.first is None or self.mark is None:
+            self.first = self.mark = (now, done)
+            return 0.0
+        t0, d0 = self.mark
+        if now - t0 >= self.interval:
+            rate = (done - d0) / (now - t0)
+            self.mark = (now, done)
+            self.intervals += 1
+            if self.intervals == 1:
+                pass  # the burst
+            elif self.smoothed is None:
+                self.smoothed = rate
+            else:
+                self.smoothed += (1.0 - math.exp(-(now - t0) / self.smoothing)) * (rate - self.smoothed)
+        if self.smoothed is not None:
+            return self.smoothed
+        start, start_done = self.first
+        return (done - start_done) / (now - start) if now > start else 0.0
 
 
 class _CancelWatch:
@@ -614,7 +663,7 @@ def download_file(
                 raise
             failures = 1 if state.offset > before else failures + 1
             if failures >= retry.attempts:
-                raise _give_up(exc, what, failures, state.offset, remote.size) from None
+                raise _give_up(exc, what, failures, state.offset, remote.size, endpoint) from None
             _sleep(retry.wait(failures), cancel)
         except OSError as exc:
             raise _write_error(exc, dest) from None
@@ -636,11 +685,13 @@ def download_file(
     )
 
 
-def _give_up(exc: BaseException, what: str, failures: int, done: int, total: int) -> DownloadError:
+def _give_up(
+    exc: BaseException, what: str, failures: int, done: int, total: int, endpoint: str | None
+) -> DownloadError:
     if isinstance(exc, _RetryableError) and exc.status:
         return _status_error(exc.status, what, failures)
     if _is_connect_failure(exc):
-        return _unreachable(exc)
+        return _unreachable(exc, endpoint)
     return ConnectionLostError(
         f"the connection keeps dropping while downloading {what} ({failures} tries in a row); "
         f"{human_bytes(done)} of {human_bytes(total)} are kept and the next attempt resumes from there"

@@ -16,6 +16,7 @@ from __future__ import annotations
 import threading
 import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from PySide6.QtCore import QObject, Qt, QThread, QTimer, Signal, Slot
 from PySide6.QtGui import QPalette
@@ -33,7 +34,6 @@ from qwen_desktop.engine.errors import ModelError
 from qwen_desktop.library import progress as phases
 from qwen_desktop.library.catalog import CatalogEntry
 from qwen_desktop.library.download import (
-    OFFLINE_MESSAGE,
     ChecksumError,
     ConnectionLostError,
     DiskSpaceError,
@@ -43,6 +43,8 @@ from qwen_desktop.library.download import (
     HubNotFoundError,
     HubOfflineError,
     HubServerError,
+    hub_endpoint,
+    offline_message,
 )
 from qwen_desktop.library.progress import InstallProgress, ProgressState, download_plan, import_plan
 from qwen_desktop.library.registry import InstalledModel, Registry
@@ -52,6 +54,7 @@ from qwen_desktop.worker import emit, forward_signals, signal_names
 PROGRESS_INTERVAL = 0.1  # seconds between progress signals: the registry reports every 64 KiB chunk
 BAR_STEPS = 1000  # the bar counts per mille of the whole install
 TICK_MS = 1000  # the elapsed time and the time left are redrawn this often between reports
+RATE_REFRESH = 1.0  # seconds between redraws of the download's speed and time left (readable, not a flicker)
 
 ERROR_KINDS: tuple[tuple[type[Exception], str], ...] = (
     (HubOfflineError, "offline"),
@@ -214,14 +217,17 @@ class DownloadDialog(QDialog):
     Signals:
         installed(InstalledModel): the model is registered and appears in the installed list.
         use_requested(InstalledModel): "Use this model" was pressed (the dialog then closes).
-        import_requested(): "Import from disk…" was pressed after the hub could not be reached.
+        import_requested(): "Use a model file you already have…" was pressed after the hub could not be
+            reached.
         progress_changed(ProgressState): the bar, phase or times changed.
+        failed(str, str): the install failed: error kind (``error_kind``) and the sentence shown.
     """
 
     installed = Signal(object)
     use_requested = Signal(object)
     import_requested = Signal()
     progress_changed = Signal(object)
+    failed = Signal(str, str)
 
     def __init__(self, models_dir: Path, catalog: list[CatalogEntry], parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -247,6 +253,8 @@ class DownloadDialog(QDialog):
         self.tracker: InstallProgress | None = None
         self.state: ProgressState | None = None
         self._bytes_text = ""
+        self._rate_text = ""
+        self._rate_at: float | None = None
         self._ticker = QTimer(self)
         self._ticker.setInterval(TICK_MS)
         self._ticker.timeout.connect(self._tick)
@@ -295,7 +303,7 @@ class DownloadDialog(QDialog):
         layout.addWidget(self.error_label)
 
         row = QHBoxLayout()
-        self.import_button = QPushButton(self.tr("Import from disk…"))
+        self.import_button = QPushButton(self.tr("Use a model file you already have…"))
         self.import_button.setAccessibleName(self.tr("Import a model from disk instead"))
         self.import_button.clicked.connect(self._on_import_clicked)
         self.import_button.hide()
@@ -379,6 +387,8 @@ class DownloadDialog(QDialog):
         self.tracker = InstallProgress(plan)
         self.state = None
         self._bytes_text = ""
+        self._rate_text = ""
+        self._rate_at = None
         self.stage.setText(stage)
         self.bar.setValue(0)
         self.times.setText("")
@@ -402,9 +412,17 @@ class DownloadDialog(QDialog):
         self._last_progress = progress
         total = max(progress.total, 1)
         text = self.tr("%1 of %2").replace("%1", human_bytes(progress.done)).replace("%2", human_bytes(total))
-        if progress.speed > 0:
-            text += " · " + self.tr("%1/s").replace("%1", human_bytes(progress.speed))
-        self._bytes_text = text
+        now = time.monotonic()
+        if self._rate_at is None:
+            self._rate_at = now  # the first report: no speed yet (the first chunks come in a burst)
+        elif progress.done >= total:
+            self._rate_text = ""
+        elif progress.speed > 0 and now - self._rate_at >= RATE_REFRESH:
+            self._rate_at = now
+            self._rate_text = " · " + self.tr("%1/s").replace("%1", human_bytes(progress.speed))
+            if progress.eta is not None:
+                self._rate_text += " · " + self.tr("about %1 left").replace("%1", _about(progress.eta))
+        self._bytes_text = text + self._rate_text
         self._show(self.tracker.download(progress.done, progress.total, progress.eta))
 
     def _on_build_progress(self, stage: str, done: int, total: int) -> None:
@@ -446,6 +464,9 @@ class DownloadDialog(QDialog):
         times = self.tr("%1 so far").replace("%1", human_seconds(state.elapsed))
         if state.remaining is None:
             times += " · " + self.tr("working out the time left…")
+        elif state.phase == phases.FETCH and self.tracker is not None and len(self.tracker.plan) > 1:
+            # the download's own time left is beside its bytes: this one also counts what comes after it
+            times += " · " + self.tr("about %1 left in all").replace("%1", _about(state.remaining))
         else:
             times += " · " + self.tr("about %1 left").replace("%1", _about(state.remaining))
         self.times.setText(times)
@@ -566,27 +587,36 @@ class DownloadDialog(QDialog):
             "connection": self.tr("The connection keeps dropping; what arrived is kept."),
         }
         headline = headlines.get(kind, self.tr("The model could not be installed."))
-        if kind == "offline" and message == OFFLINE_MESSAGE:
-            detail = self.tr(
-                "Check your connection and try again, or import a model file you already have "
-                "(a GGUF file or a Hugging Face folder) with Import from disk…"
-            )
+        if kind == "offline":
+            # No connection (or the proxy or a certificate in the way): one sentence, nothing to add.
+            headline, detail = "", self.no_connection_text() if message == offline_message() else message
         else:
             detail = message
         self.stage.setText(self.tr("Failed"))
+        self.times.setText("")
         if kind == "connection" or (kind == "server" and self._last_progress is not None):
             self.note.setText(self.tr("What has arrived is kept; Resume continues from there."))
         else:
             self.note.setText("")
         red = self.palette().color(QPalette.ColorRole.BrightText).name()  # the theme's error colour
         self.error_label.setStyleSheet(f"color: {red};")
-        self.error_label.setText(f"<b>{_escape(headline)}</b><br>{_escape(detail)}")
+        self.error_label.setText(
+            f"<b>{_escape(headline)}</b><br>{_escape(detail)}" if headline else _escape(detail)
+        )
         self.error_label.show()
         self.import_button.setVisible(kind in ("offline", "not_found", "auth") and self.entry is not None)
         if self.entry is not None and kind != "disk":
             self.retry_button.setText(self.tr("Resume") if kind == "connection" else self.tr("Try again"))
             self.retry_button.show()
         self._ended()
+        emit(self.failed, kind, headline or detail)
+
+    def no_connection_text(self) -> str:
+        """The one sentence for a machine that cannot reach the hub."""
+        host = urlsplit(hub_endpoint()).hostname or hub_endpoint()
+        return self.tr(
+            "No connection to %1 — check the network, or use a model file you already have."
+        ).replace("%1", host)
 
     # ----------------------------------------------------------------- buttons
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QMimeData, Qt, Signal
+from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import (
     QCommandLinkButton,
     QFileDialog,
@@ -115,6 +116,12 @@ class FirstRunPage(QWidget):
         self.intro.setAccessibleName(self.tr("About this page"))
         layout.addWidget(self.intro)
         layout.addSpacing(8)
+        self.problem = QLabel()
+        self.problem.setObjectName("firstRunProblem")
+        self.problem.setAccessibleName(self.tr("What went wrong"))
+        self.problem.setWordWrap(True)
+        self.problem.hide()
+        layout.addWidget(self.problem)
 
         self.bundled_button = QCommandLinkButton()
         self.bundled_button.setAccessibleName(self.tr("Use the model included with the app"))
@@ -186,6 +193,13 @@ class FirstRunPage(QWidget):
                 .replace("%2", str(prepare_minutes()))
             )
         self.download_button.setVisible(entry is not None)
+
+    def show_problem(self, text: str) -> None:
+        """Say in one sentence why the last choice did not work (the choices stay as they are); "" hides it."""
+        red = self.palette().color(QPalette.ColorRole.BrightText).name()  # the theme's error colour
+        self.problem.setStyleSheet(f"color: {red};")
+        self.problem.setText(text)
+        self.problem.setVisible(bool(text))
 
     def choose_file(self) -> None:
         """Ask for a model file (one click from the page) and import it."""

@@ -998,6 +998,9 @@ class MainWindow(QMainWindow):
         dialog.setWindowModality(Qt.WindowModality.WindowModal)
         dialog.follow_load = True
         self._follow_install(dialog)
+        dialog.failed.connect(lambda kind, text: self._install_failed(dialog, kind, text))
+        dialog.import_requested.connect(self.welcome.choose_file)
+        self.welcome.show_problem("")
         self.install_dialog = dialog
         if entry is not None:
             dialog.start_download(entry)
@@ -1005,6 +1008,13 @@ class MainWindow(QMainWindow):
             dialog.start_import(Path(source or "."))
         dialog.open()
         return dialog
+
+    def _install_failed(self, dialog: Any, kind: str, text: str) -> None:
+        """No connection while the first-run page is showing: the page says so in one sentence and keeps its
+        other choices; the install dialog closes (other failures stay in the dialog, with their buttons)."""
+        if kind == "offline" and self.pages.currentWidget() is self.welcome and _alive(dialog):
+            dialog.accept()
+            self.welcome.show_problem(text)
 
     def _follow_install(self, dialog: Any) -> None:
         """Switch to what ``dialog`` installs, and report the first load in it."""

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import http.client
 import itertools
+import select
 import shutil
 import socket
 import subprocess
@@ -17,7 +19,6 @@ import huggingface_hub
 import pytest
 
 from qwen_desktop.library.download import (
-    OFFLINE_MESSAGE,
     ChecksumError,
     ConnectionLostError,
     DiskSpaceError,
@@ -27,8 +28,10 @@ from qwen_desktop.library.download import (
     HubOfflineError,
     HubServerError,
     RetryPolicy,
+    _Speed,
     download_file,
     list_repo_files,
+    offline_message,
     part_path,
     partial_bytes,
     resolve_file,
@@ -79,6 +82,40 @@ def test_progress_arrives_and_adds_up_to_the_file_size(hub, tmp_path, gguf_bytes
     # The HEAD goes to the hub, which redirects to the CDN; the bytes come from there in one request.
     assert [(r.server, r.method) for r in hub.requests] == [("hub", "HEAD"), ("cdn", "GET")]
     assert hub.requests[1].range is None
+
+
+def test_the_speed_is_smoothed_past_the_first_burst_and_follows_a_change():
+    speed = _Speed()
+    # 1 MB arrives in the first 20 ms (what the socket had buffered), then 100 kB/s in bursts of 30 kB every
+    # 0.3 s: the figure shown neither keeps the first burst nor swings with each one.
+    shown = [speed.add(0.0, 0), speed.add(0.02, 1_000_000)]
+    t, done = 0.02, 1_000_000
+    for _ in range(40):  # 12 s
+        t += 0.3
+        done += 30_000
+        shown.append(speed.add(t, done))
+    steady = shown[-20:]  # the last 6 s
+    assert all(90_000 < s < 110_000 for s in steady), steady
+    assert max(steady) - min(steady) < 10_000
+    # then 50 kB/s: within 5 s the figure is near the new speed, and it went down without overshooting
+    after = []
+    for _ in range(25):
+        t += 0.3
+        done += 15_000
+        after.append(speed.add(t, done))
+    assert 45_000 < after[-1] < 60_000
+    assert all(b <= a + 1 for a, b in itertools.pairwise(after))
+
+
+def test_a_throttled_download_reports_a_steady_speed_and_time_left(hub, tmp_path, gguf_bytes):
+    hub.rate = 200_000  # bytes/s
+    calls = []
+    fetch(hub, tmp_path, progress=calls.append)
+    settled = [c for c in calls if c.done >= 300_000 and c.done < len(gguf_bytes)]
+    assert settled
+    assert all(150_000 < c.speed < 250_000 for c in settled), [round(c.speed) for c in settled]
+    for c in settled:
+        assert c.eta == pytest.approx((c.total - c.done) / c.speed)
 
 
 def test_resolve_reads_the_lfs_metadata_and_the_listing_agrees(hub, gguf_bytes):
@@ -223,14 +260,18 @@ def test_no_network_gives_the_offline_message(tmp_path, monkeypatch):
     started = time.monotonic()
     with pytest.raises(HubOfflineError) as info:
         download_file(REPO, FILE, tmp_path / FILE, retry=FAST)
-    assert str(info.value) == OFFLINE_MESSAGE
+    assert (
+        str(info.value)
+        == offline_message()
+        == ("No connection to 127.0.0.1 — check the network, or use a model file you already have.")
+    )
     assert time.monotonic() - started < 2  # no retries on a refused connection: the answer comes at once
     assert not list(tmp_path.iterdir())
 
 
 def test_offline_mode_gives_the_offline_message_without_any_request(hub, tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    with pytest.raises(HubOfflineError, match="cannot be reached"):
+    with pytest.raises(HubOfflineError, match=r"^No connection to 127\.0\.0\.1 — check the network"):
         fetch(hub, tmp_path)
     with pytest.raises(HubOfflineError):
         list_repo_files(REPO, endpoint=hub.endpoint)
@@ -278,7 +319,8 @@ def test_giving_up_on_a_dropping_connection_keeps_the_part_for_the_next_call(hub
     assert hub.file_requests()[-1].range == "bytes=20000-"
 
 
-def test_tls_certificates_are_verified(tmp_path, gguf_bytes):
+def self_signed(tmp_path):
+    """A certificate and key for 127.0.0.1 (openssl req), or a skip when there is no openssl command."""
     if shutil.which("openssl") is None:
         pytest.skip("needs the openssl command to make a self-signed certificate")
     cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
@@ -304,6 +346,11 @@ def test_tls_certificates_are_verified(tmp_path, gguf_bytes):
         check=True,
         capture_output=True,
     )
+    return cert, key
+
+
+def test_tls_certificates_are_verified(tmp_path, gguf_bytes):
+    cert, key = self_signed(tmp_path)
     server = HubServer(tls=(cert, key))
     server.add_repo(REPO, {FILE: gguf_bytes})
     with server, pytest.raises(HubOfflineError, match="TLS certificate could not be verified"):
@@ -327,6 +374,27 @@ class _ForwardProxy(BaseHTTPRequestHandler):
     def do_GET(self):
         self._relay()
 
+    def do_CONNECT(self):
+        """An HTTPS request: a tunnel to host:port, bytes relayed both ways until one side closes."""
+        self.seen.append(f"CONNECT {self.path}")
+        host, port = self.path.rsplit(":", 1)
+        upstream = socket.create_connection((host, int(port)), timeout=10)
+        self.send_response(200, "Connection established")
+        self.end_headers()
+        sockets = [self.connection, upstream]
+        try:
+            while True:
+                readable, _, _ = select.select(sockets, [], [], 10)
+                if not readable:
+                    return
+                for sock in readable:
+                    data = sock.recv(65536)
+                    if not data:
+                        return
+                    (upstream if sock is self.connection else self.connection).sendall(data)
+        finally:
+            upstream.close()
+
     def _relay(self):
         self.seen.append(f"{self.command} {self.path}")
         url = urlsplit(self.path)
@@ -349,23 +417,82 @@ class _ForwardProxy(BaseHTTPRequestHandler):
             conn.close()
 
 
-def test_requests_go_through_the_proxy_named_in_the_environment(hub, tmp_path, monkeypatch, gguf_bytes):
+@contextlib.contextmanager
+def forward_proxy():
+    """A forward proxy on 127.0.0.1 (plain requests and CONNECT tunnels); yields (its URL, what it saw)."""
     handler = type("Proxy", (_ForwardProxy,), {"seen": []})
     proxy = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    proxy.daemon_threads = True
     thread = threading.Thread(target=proxy.serve_forever, kwargs={"poll_interval": 0.05})
     thread.start()
     try:
-        monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{proxy.server_address[1]}")
-        monkeypatch.delenv("NO_PROXY", raising=False)
-        monkeypatch.delenv("no_proxy", raising=False)
-        huggingface_hub.close_session()  # the shared client reads the proxy variables when it is created
-        result = fetch(hub, tmp_path)
+        yield f"http://127.0.0.1:{proxy.server_address[1]}", handler.seen
     finally:
         huggingface_hub.close_session()
         proxy.shutdown()
         proxy.server_close()
         thread.join()
+
+
+def proxy_environment(monkeypatch, **variables):
+    """Set the proxy variables (upper case, and lower case cleared), then a new shared client: it reads
+    them when it is created, as a new app process does."""
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.lower(), raising=False)
+    for name, value in variables.items():
+        monkeypatch.setenv(name, value)
+    huggingface_hub.close_session()
+
+
+def test_requests_go_through_the_proxy_named_in_the_environment(hub, tmp_path, monkeypatch, gguf_bytes):
+    with forward_proxy() as (url, seen):
+        proxy_environment(monkeypatch, HTTP_PROXY=url)
+        result = fetch(hub, tmp_path)
+    handler = type("Seen", (), {"seen": seen})
     assert result.path.read_bytes() == gguf_bytes
     assert [s.split(" ")[0] for s in handler.seen] == ["HEAD", "GET"]
     assert handler.seen[0].startswith(f"HEAD {hub.endpoint}/{REPO}/resolve/main/")
     assert handler.seen[1].startswith(f"GET {hub.cdn}/lfs/")
+
+
+def test_an_https_hub_is_reached_through_https_proxy_with_a_connect_tunnel(tmp_path, monkeypatch, gguf_bytes):
+    cert, key = self_signed(tmp_path)
+    server = HubServer(tls=(cert, key))  # the hub over HTTPS, its "CDN" over plain HTTP
+    server.add_repo(REPO, {FILE: gguf_bytes})
+    monkeypatch.setenv("SSL_CERT_FILE", str(cert))  # trust this hub's certificate, as a company CA would be
+    with server, forward_proxy() as (url, seen):
+        proxy_environment(monkeypatch, HTTPS_PROXY=url, HTTP_PROXY=url)
+        result = download_file(REPO, FILE, tmp_path / "dl" / FILE, endpoint=server.endpoint, retry=FAST)
+    assert result.path.read_bytes() == gguf_bytes
+    hub_port = server.endpoint.rsplit(":", 1)[1]
+    assert seen[0] == f"CONNECT 127.0.0.1:{hub_port}"  # the HEAD went through the tunnel, encrypted
+    assert [s.split(" ")[0] for s in seen] == ["CONNECT", "GET"]
+    assert seen[1].startswith(f"GET {server.cdn}/lfs/")
+    assert [(r.server, r.method) for r in server.requests] == [("hub", "HEAD"), ("cdn", "GET")]
+
+
+def test_no_proxy_names_the_hosts_reached_directly(hub, tmp_path, monkeypatch, gguf_bytes):
+    dead = f"http://127.0.0.1:{_closed_port()}"  # a proxy that is not there: any use of it would fail
+    proxy_environment(monkeypatch, HTTPS_PROXY=dead, HTTP_PROXY=dead, NO_PROXY="127.0.0.1")
+    try:
+        result = fetch(hub, tmp_path)
+    finally:
+        huggingface_hub.close_session()
+    assert result.path.read_bytes() == gguf_bytes
+
+
+def test_a_proxy_that_is_not_there_is_one_sentence_too(hub, tmp_path, monkeypatch):
+    dead = f"http://127.0.0.1:{_closed_port()}"
+    proxy_environment(monkeypatch, HTTPS_PROXY=dead, HTTP_PROXY=dead)
+    started = time.monotonic()
+    try:
+        with pytest.raises(HubOfflineError) as info:
+            fetch(hub, tmp_path)
+    finally:
+        huggingface_hub.close_session()
+    assert str(info.value) == (
+        f"No connection to the proxy {dead.removeprefix('http://')} — check the proxy settings (HTTPS_PROXY, "
+        "HTTP_PROXY), or use a model file you already have."
+    )
+    assert time.monotonic() - started < 2

@@ -32,10 +32,10 @@ from qwen_desktop.engine.model_files import load_model_files
 from qwen_desktop.library import registry
 from qwen_desktop.library.catalog import find_entry, load_catalog
 from qwen_desktop.library.download import (
-    OFFLINE_MESSAGE,
     ChecksumError,
     DownloadCancelledError,
     RetryPolicy,
+    offline_message,
     part_path,
 )
 from qwen_desktop.library.registry import DOWNLOADS, INSTALL_FILE, REGISTRY_FILE, STAGING, Registry
@@ -447,7 +447,7 @@ def test_cli_offline_message(tmp_path, monkeypatch, capsys):
         port = s.getsockname()[1]
     monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{port}")
     assert main(["download", NAME, "--dir", str(tmp_path)]) == 1
-    assert OFFLINE_MESSAGE in capsys.readouterr().err
+    assert offline_message() in capsys.readouterr().err
 
 
 # ------------------------------------------------------------------- the CLI as a process: kill, Ctrl-C, resume

@@ -260,6 +260,48 @@ def test_the_download_choice_downloads_prepares_and_switches(
     assert seen[0] == "fetch" and seen[-1] == "load"
 
 
+def test_no_network_gives_one_sentence_on_the_page_and_keeps_the_other_choices(
+    make_window, home, tiny_gguf, qtbot, monkeypatch
+):
+    import socket
+    import time
+
+    import huggingface_hub
+    from PySide6.QtWidgets import QFileDialog
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{port}")  # nothing listens there: no connection
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    window = make_window(wait_ready=False)
+    page = window.welcome
+    started = time.monotonic()
+    qtbot.mouseClick(page.download_button, Qt.MouseButton.LeftButton)
+    dialog = window.install_dialog
+    with qtbot.waitSignal(dialog.failed, timeout=20000):
+        pass
+    huggingface_hub.close_session()
+    assert time.monotonic() - started < 5  # one try: a refused connection is not retried
+    qtbot.waitUntil(lambda: not dialog.isVisible(), timeout=5000)
+    assert window.pages.currentWidget() is page
+    assert page.problem.isVisible()
+    assert page.problem.text() == (
+        "No connection to 127.0.0.1 — check the network, or use a model file you already have."
+    )
+    for choice in (page.download_button, page.import_button, page.folder_button, page.more_button):
+        assert choice.isVisible() and choice.isEnabled()
+    assert not [p for p in (home / "models").iterdir() if p.is_dir() and p.name != ".staging"]
+
+    # the next choice works as before, and the sentence goes
+    monkeypatch.setattr(QFileDialog, "getOpenFileName", lambda *a, **k: (str(tiny_gguf), ""))
+    qtbot.mouseClick(page.import_button, Qt.MouseButton.LeftButton)
+    assert not page.problem.isVisible()
+    with qtbot.waitSignal(window.model_ready, timeout=120000) as ready:
+        pass
+    assert ready.args[0].folder == home / "models" / "tiny"
+
+
 def test_a_model_that_came_with_the_app_is_offered_first(
     make_window, tiny_model_dir, qtbot, tmp_path, monkeypatch
 ):

@@ -22,6 +22,7 @@ from qwen_desktop.storage import paths
 from qwen_desktop.storage.settings import Settings
 from qwen_desktop.ui.download_dialog import BAR_STEPS
 from qwen_desktop.ui.models_dialog import ModelsDialog
+from qwen_desktop.units import human_bytes
 from tests.hubserver import HubServer, serve_catalog
 
 DiskUsage = namedtuple("DiskUsage", "total used free")
@@ -123,6 +124,25 @@ def test_download_shows_progress_builds_registers_and_offers_use(open_dialog, qt
     assert dialog.result_settings().model_path == str(model.folder)
 
 
+def test_the_download_shows_its_bytes_speed_and_time_left(open_dialog, qtbot, hub, tiny_gguf):
+    import re
+
+    hub.rate = 150_000  # bytes/s: ~3 s for the tiny file
+    dialog = open_dialog()
+    pending = dialog.download(NAME)
+    details, times = [], []
+    pending.task.download_progress.connect(lambda _p: details.append(pending.detail.text()))
+    pending.task.download_progress.connect(lambda _p: times.append(pending.times.text()))
+    with qtbot.waitSignal(pending.installed, timeout=30000):
+        pass
+    size = re.escape(human_bytes(tiny_gguf.stat().st_size))
+    full = re.compile(rf"[\d.]+ (KB|MB) of {size} · (1[2-8]\d) KB/s · about \d+ s left")
+    assert any(full.fullmatch(d) for d in details), details
+    # the speed line is redrawn once a second, not with every report
+    assert len({d.split(" · ", 1)[1] for d in details if " · " in d}) < len(details) / 3
+    assert any("left in all" in t for t in times)
+
+
 def test_cancel_keeps_the_partial_file_and_download_again_resumes(open_dialog, qtbot, hub, tiny_gguf):
     hub.rate = 150_000  # bytes/s: the tiny file takes ~3 s, time enough to cancel mid-way
     dialog = open_dialog()
@@ -170,8 +190,10 @@ def test_offline_says_so_and_offers_import(open_dialog, qtbot, home, monkeypatch
         pass
     huggingface_hub.close_session()
     assert failed.args[0] == "offline"
-    assert "The Hugging Face hub cannot be reached." in pending.error_label.text()
-    assert pending.import_button.isVisible()
+    assert pending.error_label.text() == (
+        "No connection to 127.0.0.1 — check the network, or use a model file you already have."
+    )
+    assert pending.import_button.isVisible() and pending.times.text() == ""
 
     # "Import from disk…" asks for a file and builds it, with build progress, into the installed list.
     monkeypatch.setattr(QFileDialog, "getOpenFileName", lambda *a, **k: (str(tiny_gguf), ""))

@@ -1,11 +1,15 @@
-"""Screenshots of the app for the README: light and dark mid-answer, the welcome page, and Chinese.
+"""Screenshots of the app for the README: light and dark mid-answer, the first-run page, an import in progress,
+and Chinese.
 
 Runs the real window under Xvfb (started here when there is no display and ``Xvfb`` exists; install it with
 ``apt-get install -y xvfb fonts-wqy-microhei``), else on Qt's offscreen platform. Uses the real model when
 its GGUF is on disk (built once into ``~/.cache/qwen-desktop-screens/``, about a minute), else a tiny
 random model. Also prints the longest gap of a 10 ms timer while the answers stream.
 
-    python3 scripts/screenshots.py [--out docs/screenshots] [--offscreen]
+    python3 scripts/screenshots.py [--out docs/screenshots] [--offscreen] [--only first-run]
+
+``--only first-run`` makes only the first-run page (``first-run.png``) and the import in progress
+(``import.png``), with the tiny model: no real model is needed and it takes seconds.
 """
 
 from __future__ import annotations
@@ -61,6 +65,16 @@ def start_xvfb() -> subprocess.Popen[bytes] | None:
     return None
 
 
+def tiny_gguf(folder: Path) -> Path:
+    """The tiny random test model as a GGUF file in ``folder`` (what an import reads)."""
+    from qwen_desktop.convert.tiny import make_tokenizer, make_weights, tiny_config, write_gguf
+
+    tok = make_tokenizer()
+    cfg = tiny_config(len(tok[0]))
+    (folder / "Downloads").mkdir(exist_ok=True)
+    return Path(write_gguf(folder / "Downloads" / "my-model-q8_0.gguf", cfg, make_weights(cfg, seed=0), tok))
+
+
 def model_folder() -> tuple[Path, str]:
     """The model to show: the real one (built once) or a tiny random one."""
     from qwen_desktop.convert.builder import build_model
@@ -72,13 +86,8 @@ def model_folder() -> tuple[Path, str]:
             CACHE.mkdir(parents=True, exist_ok=True)
             build_model(REAL_GGUF, folder)
         return folder, "real"
-    from qwen_desktop.convert.tiny import make_tokenizer, make_weights, tiny_config, write_gguf
-
     tmp = Path(tempfile.mkdtemp(prefix="qwen-tiny-"))
-    tok = make_tokenizer()
-    cfg = tiny_config(len(tok[0]))
-    gguf = write_gguf(tmp / "tiny.gguf", cfg, make_weights(cfg, seed=0), tok)
-    return build_model(gguf, tmp / "tiny").folder, "tiny"
+    return build_model(tiny_gguf(tmp), tmp / "tiny").folder, "tiny"
 
 
 def wait(signal: object, timeout: float = 300.0) -> list[object]:
@@ -215,10 +224,67 @@ def shoot_first_run(home: Path, out: Path) -> None:
     window.close()
 
 
+def shoot_first_run_pages(tmp: Path, out: Path) -> None:
+    """``first-run.png`` (the first-run page) and ``import.png`` (a tiny model imported from it)."""
+    home = tmp / "first-run"
+    home.mkdir()
+    shoot_first_run(home, out / "first-run.png")
+    home = tmp / "import"
+    home.mkdir()
+    shoot_import(home, tiny_gguf(tmp), out / "import.png")
+
+
+def with_dialog(window: object, dialog: object) -> object:
+    """The window dimmed, with ``dialog`` drawn over it where it stands, framed (a grab of the window leaves
+    its dialogs out, and Xvfb has no window manager to draw their frames; this works offscreen too)."""
+    from PySide6.QtCore import QPoint, QRect
+    from PySide6.QtGui import QColor, QPainter, QPen
+
+    image = window.grab()  # type: ignore[attr-defined]
+    shot = dialog.grab()  # type: ignore[attr-defined]
+    offset = dialog.frameGeometry().topLeft() - window.frameGeometry().topLeft()  # type: ignore[attr-defined]
+    where = QPoint(max(offset.x(), 0), max(offset.y(), 0))
+    painter = QPainter(image)
+    painter.fillRect(image.rect(), QColor(0, 0, 0, 70))  # a window-modal dialog: the window waits behind it
+    frame = QRect(where, shot.size()).adjusted(-1, -1, 0, 0)
+    painter.fillRect(frame.adjusted(3, 3, 4, 4), QColor(0, 0, 0, 60))  # a small shadow
+    painter.drawPixmap(where, shot)
+    painter.setPen(QPen(QColor(0, 0, 0, 110)))
+    painter.drawRect(frame)
+    painter.end()
+    return image
+
+
+def shoot_import(home: Path, gguf: Path, out: Path) -> None:
+    """An import started from the first-run page, grabbed once the time left is shown and the bar is past a
+    third: the window with its install dialog on top."""
+    from qwen_desktop.ui.main_window import MainWindow
+
+    os.environ["QWEN_DESKTOP_HOME"] = str(home)
+    window = MainWindow()
+    window.resize(1180, 760)
+    window.show()
+    pause(300)
+    dialog = window.start_install(gguf)
+    pause(200)  # the dialog is placed over the window
+    while True:
+        (state,) = wait(dialog.progress_changed, timeout=120)
+        if state.remaining is not None and state.fraction >= 0.35:  # type: ignore[attr-defined]
+            break
+    pause(50)
+    with_dialog(window, dialog).save(str(out))  # type: ignore[attr-defined]
+    print(f"saved {out}: {dialog.stage.text()} / {dialog.times.text()}", flush=True)
+    wait(window.model_ready, timeout=120)
+    window.close()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=REPO / "docs" / "screenshots")
     parser.add_argument("--offscreen", action="store_true", help="use Qt's offscreen platform, not Xvfb")
+    parser.add_argument(
+        "--only", choices=["first-run"], help="only the first-run page and an import in progress (tiny model)"
+    )
     args = parser.parse_args()
     xvfb = None if args.offscreen else start_xvfb()
     if xvfb is None:
@@ -228,6 +294,14 @@ def main() -> int:
     try:
         from PySide6.QtWidgets import QApplication
 
+        if args.only == "first-run":
+            app = QApplication([])
+            app.setApplicationName("Qwen Desktop")
+            args.out.mkdir(parents=True, exist_ok=True)
+            with tempfile.TemporaryDirectory(prefix="qwen-screens-") as tmp:
+                shoot_first_run_pages(Path(tmp), args.out)
+            del app
+            return 0
         folder, kind = model_folder()
         print(f"model: {folder} ({kind})", flush=True)
         app = QApplication([])
@@ -252,9 +326,7 @@ def main() -> int:
                 language="zh_CN",
                 mid_tokens=60,
             )
-            home = Path(tmp) / "first-run"
-            home.mkdir()
-            shoot_first_run(home, args.out / "first-run.png")
+            shoot_first_run_pages(Path(tmp), args.out)
         for (gap, tokens, tps), theme in zip(figures, ("light", "dark"), strict=True):
             print(
                 f"{theme}: longest gap of a 10 ms timer while {tokens} tokens streamed "

@@ -478,7 +478,7 @@
     </message>
     <message>
         <location filename="../ui/first_run.py" line="189"/>
-        <source>Downloads %1, then takes about %2 minutes to get ready on a 2-core laptop. Only this step uses the internet.</source>
+        <source>Downloads %1, then takes about %2 min to get ready on a 2-core laptop. Only this step uses the internet.</source>
         <translation>下载 %1，然后在双核笔记本电脑上大约需要 %2 分钟准备。只有这一步会用到网络。</translation>
     </message>
     <message>

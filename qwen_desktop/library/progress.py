@@ -80,6 +80,12 @@ def download_plan(kind: str, load: bool = True) -> tuple[str, ...]:
     return (FETCH,) + ((LOAD,) if load else ())
 
 
+def plan_minutes(plan: Sequence[str]) -> int:
+    """Whole minutes (at least 1) the phases of ``plan`` take on the machine ``PHASE_SECONDS`` was measured
+    on, a download's stand-in left out: what the window and the README say an install takes."""
+    return max(1, round(sum(PHASE_SECONDS[p] for p in plan if p != FETCH) / 60))
+
+
 @dataclass(frozen=True)
 class ProgressState:
     """Where an install is.

@@ -356,7 +356,7 @@ class DownloadDialog(QDialog):
         self.source_label.setText(str(self.source))
         plan = import_plan(self.source, self.follow_load)
         if phases.QUANTIZE in plan:
-            minutes = max(1, round(sum(phases.PHASE_SECONDS[p] for p in plan) / 60))
+            minutes = phases.plan_minutes(plan)
             self.note.setText(
                 self.tr(
                     "The file is prepared once for this app; that takes about %1 min on a 2-core laptop "

@@ -27,7 +27,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from qwen_desktop.library.progress import PHASE_SECONDS, build_plan
+from qwen_desktop.library.progress import build_plan, plan_minutes
 from qwen_desktop.units import human_bytes
 from qwen_desktop.worker import emit
 
@@ -70,7 +70,7 @@ def model_paths(mime: QMimeData) -> list[Path]:
 
 def prepare_minutes() -> int:
     """Minutes a default build and first load take on the 2-core machine the phase costs were measured on."""
-    return max(1, round(sum(PHASE_SECONDS[p] for p in build_plan()) / 60))
+    return plan_minutes(build_plan())
 
 
 class FirstRunPage(QWidget):
@@ -186,8 +186,8 @@ class FirstRunPage(QWidget):
             size = human_bytes(entry.approx_bytes) if entry.approx_bytes else self.tr("a few hundred MB")
             self.download_button.setDescription(
                 self.tr(
-                    "Downloads %1, then takes about %2 minutes to get ready on a 2-core laptop. Only this "
-                    "step uses the internet."
+                    "Downloads %1, then takes about %2 min to get ready on a 2-core laptop. Only this step "
+                    "uses the internet."
                 )
                 .replace("%1", size)
                 .replace("%2", str(prepare_minutes()))

@@ -19,6 +19,7 @@ from qwen_desktop.library.progress import (
     build_plan,
     download_plan,
     import_plan,
+    plan_minutes,
 )
 
 ALL_PHASES = list(PHASE_SECONDS)
@@ -171,3 +172,12 @@ def test_the_plan_of_an_import_follows_what_will_be_done(tiny_gguf, tiny_hf, tin
     assert import_plan(tiny_model_dir) == (p.COPY, p.LOAD)
     assert import_plan(tiny_model_dir, load=False) == (p.COPY,)
     assert download_plan("onnx") == (p.FETCH, p.LOAD)
+
+
+def test_plan_minutes_are_the_measured_seconds_of_the_plan_without_the_download():
+    build = sum(PHASE_SECONDS[phase] for phase in build_plan())
+    assert plan_minutes(build_plan()) == max(1, round(build / 60))
+    assert plan_minutes(download_plan("gguf")) == plan_minutes(
+        build_plan()
+    )  # the download's stand-in is not counted
+    assert plan_minutes((p.LOAD,)) == 1

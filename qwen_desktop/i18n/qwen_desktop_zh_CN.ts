@@ -2,11 +2,133 @@
 <!DOCTYPE TS>
 <TS version="2.1" language="zh_CN">
 <context>
+    <name>AttachmentChip</name>
+    <message>
+        <location filename="../ui/composer.py" line="153"/>
+        <source>Attached file</source>
+        <translation>附加的文件</translation>
+    </message>
+    <message>
+        <location filename="../ui/composer.py" line="159"/>
+        <source>Remove %1</source>
+        <translation>移除 %1</translation>
+    </message>
+    <message>
+        <location filename="../ui/composer.py" line="160"/>
+        <source>Remove this file from the message</source>
+        <translation>从消息中移除这个文件</translation>
+    </message>
+</context>
+<context>
     <name>ChatView</name>
     <message>
         <location filename="../ui/chat_view.py" line="298"/>
         <source>Conversation</source>
         <translation>对话</translation>
+    </message>
+</context>
+<context>
+    <name>ComposerBox</name>
+    <message>
+        <location filename="../ui/composer.py" line="194"/>
+        <source>Attachment problem</source>
+        <translation>附件问题</translation>
+    </message>
+    <message>
+        <location filename="../ui/composer.py" line="219"/>
+        <location filename="../ui/composer.py" line="295"/>
+        <source>Attach a text file</source>
+        <translation>附加文本文件</translation>
+    </message>
+    <message>
+        <location filename="../ui/composer.py" line="220"/>
+        <source>Attach a text file (or drop one on the message box)</source>
+        <translation>附加文本文件（也可以拖到消息框里）</translation>
+    </message>
+    <message>
+        <location filename="../ui/composer.py" line="224"/>
+        <source>Message</source>
+        <translation>消息</translation>
+    </message>
+    <message>
+        <location filename="../ui/composer.py" line="225"/>
+        <source>Ask anything — Enter sends, Shift+Enter adds a line</source>
+        <translation>随便问点什么 — Enter 发送，Shift+Enter 换行</translation>
+    </message>
+    <message>
+        <location filename="../ui/composer.py" line="247"/>
+        <source>Stop</source>
+        <translation>停止</translation>
+    </message>
+    <message>
+        <location filename="../ui/composer.py" line="248"/>
+        <source>Stop the answer</source>
+        <translation>停止回答</translation>
+    </message>
+    <message>
+        <location filename="../ui/composer.py" line="249"/>
+        <source>Stop the answer (Esc)</source>
+        <translation>停止回答（Esc）</translation>
+    </message>
+    <message>
+        <location filename="../ui/composer.py" line="251"/>
+        <source>Send</source>
+        <translation>发送</translation>
+    </message>
+    <message>
+        <location filename="../ui/composer.py" line="252"/>
+        <source>Send message</source>
+        <translation>发送消息</translation>
+    </message>
+    <message>
+        <location filename="../ui/composer.py" line="253"/>
+        <source>Send (Enter)</source>
+        <translation>发送（Enter）</translation>
+    </message>
+    <message>
+        <location filename="../ui/composer.py" line="297"/>
+        <source>Text files (%1);;All files (*)</source>
+        <translation>文本文件 (%1);;所有文件 (*)</translation>
+    </message>
+    <message>
+        <location filename="../ui/composer.py" line="330"/>
+        <source>%1 is too large to attach (%2; at most %3).</source>
+        <translation>%1 太大，无法附加（%2；最多 %3）。</translation>
+    </message>
+    <message>
+        <location filename="../ui/composer.py" line="331"/>
+        <source>%1 is empty: there is nothing to attach.</source>
+        <translation>%1 是空的：没有可附加的内容。</translation>
+    </message>
+    <message>
+        <location filename="../ui/composer.py" line="332"/>
+        <source>%1 is not a text file (it holds binary data), so it was not attached.</source>
+        <translation>%1 不是文本文件（含有二进制数据），未附加。</translation>
+    </message>
+    <message>
+        <location filename="../ui/composer.py" line="333"/>
+        <source>%1 is not UTF-8 text, so it was not attached.</source>
+        <translation>%1 不是 UTF-8 文本，未附加。</translation>
+    </message>
+    <message>
+        <location filename="../ui/composer.py" line="334"/>
+        <source>%1 is a folder: attach the text files in it one by one.</source>
+        <translation>%1 是文件夹：请逐个附加其中的文本文件。</translation>
+    </message>
+    <message>
+        <location filename="../ui/composer.py" line="335"/>
+        <source>%1 cannot be read: %2</source>
+        <translation>无法读取 %1：%2</translation>
+    </message>
+    <message>
+        <location filename="../ui/composer.py" line="336"/>
+        <source>%1 is too long for the context (%2 tokens; there is room for %3).</source>
+        <translation>%1 太长，上下文放不下（%2 个词元；只剩 %3 的空间）。</translation>
+    </message>
+    <message>
+        <location filename="../ui/composer.py" line="338"/>
+        <source>%1 cannot be attached.</source>
+        <translation>无法附加 %1。</translation>
     </message>
 </context>
 <context>
@@ -500,361 +622,335 @@
 <context>
     <name>MainWindow</name>
     <message>
-        <location filename="../ui/main_window.py" line="146"/>
+        <location filename="../ui/main_window.py" line="127"/>
         <source>Qwen Desktop</source>
         <translation>Qwen 桌面版</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="187"/>
-        <location filename="../ui/main_window.py" line="188"/>
-        <location filename="../ui/main_window.py" line="352"/>
-        <location filename="../ui/main_window.py" line="593"/>
-        <location filename="../ui/main_window.py" line="715"/>
-        <location filename="../ui/main_window.py" line="727"/>
+        <location filename="../ui/main_window.py" line="168"/>
+        <location filename="../ui/main_window.py" line="169"/>
+        <location filename="../ui/main_window.py" line="320"/>
+        <location filename="../ui/main_window.py" line="561"/>
+        <location filename="../ui/main_window.py" line="683"/>
+        <location filename="../ui/main_window.py" line="695"/>
         <source>New chat</source>
         <translation>新对话</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="192"/>
+        <location filename="../ui/main_window.py" line="173"/>
         <source>Conversations</source>
         <translation>对话列表</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="196"/>
-        <location filename="../ui/main_window.py" line="602"/>
+        <location filename="../ui/main_window.py" line="177"/>
+        <location filename="../ui/main_window.py" line="570"/>
         <source>Rename</source>
         <translation>重命名</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="197"/>
+        <location filename="../ui/main_window.py" line="178"/>
         <source>Rename conversation</source>
         <translation>重命名对话</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="199"/>
-        <location filename="../ui/main_window.py" line="625"/>
+        <location filename="../ui/main_window.py" line="180"/>
+        <location filename="../ui/main_window.py" line="593"/>
         <source>Delete</source>
         <translation>删除</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="200"/>
-        <location filename="../ui/main_window.py" line="618"/>
+        <location filename="../ui/main_window.py" line="181"/>
+        <location filename="../ui/main_window.py" line="586"/>
         <source>Delete conversation</source>
         <translation>删除对话</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="206"/>
+        <location filename="../ui/main_window.py" line="187"/>
         <source>Models…</source>
         <translation>模型…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="207"/>
+        <location filename="../ui/main_window.py" line="188"/>
         <source>Models</source>
         <translation>模型</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="210"/>
+        <location filename="../ui/main_window.py" line="191"/>
         <source>Settings…</source>
         <translation>设置…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="211"/>
-        <location filename="../ui/main_window.py" line="355"/>
+        <location filename="../ui/main_window.py" line="192"/>
+        <location filename="../ui/main_window.py" line="323"/>
         <source>Settings</source>
         <translation>设置</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="224"/>
+        <location filename="../ui/main_window.py" line="205"/>
         <source>Problem</source>
         <translation>问题</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="227"/>
+        <location filename="../ui/main_window.py" line="208"/>
         <source>Choose a model…</source>
         <translation>选择模型…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="228"/>
+        <location filename="../ui/main_window.py" line="209"/>
         <source>Choose a model</source>
         <translation>选择模型</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="231"/>
+        <location filename="../ui/main_window.py" line="212"/>
         <source>Dismiss</source>
         <translation>关闭</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="232"/>
+        <location filename="../ui/main_window.py" line="213"/>
         <source>Dismiss the message</source>
         <translation>关闭此提示</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="250"/>
+        <location filename="../ui/main_window.py" line="231"/>
         <source>Editing notice</source>
         <translation>编辑提示</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="255"/>
+        <location filename="../ui/main_window.py" line="236"/>
         <source>Context warning</source>
         <translation>上下文警告</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="264"/>
-        <source>Message</source>
-        <translation>消息</translation>
-    </message>
-    <message>
-        <location filename="../ui/main_window.py" line="265"/>
-        <source>Ask anything — Enter sends, Shift+Enter adds a line</source>
-        <translation>随便问——回车发送，Shift+回车换行</translation>
-    </message>
-    <message>
-        <location filename="../ui/main_window.py" line="270"/>
-        <source>Send</source>
-        <translation>发送</translation>
-    </message>
-    <message>
-        <location filename="../ui/main_window.py" line="271"/>
-        <source>Send message</source>
-        <translation>发送消息</translation>
-    </message>
-    <message>
-        <location filename="../ui/main_window.py" line="273"/>
-        <location filename="../ui/main_window.py" line="354"/>
+        <location filename="../ui/main_window.py" line="322"/>
         <source>Stop</source>
         <translation>停止</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="274"/>
-        <source>Stop the answer</source>
-        <translation>停止回答</translation>
-    </message>
-    <message>
-        <location filename="../ui/main_window.py" line="289"/>
+        <location filename="../ui/main_window.py" line="257"/>
         <source>Starting…</source>
         <translation>正在启动…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="290"/>
+        <location filename="../ui/main_window.py" line="258"/>
         <source>Status</source>
         <translation>状态</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="295"/>
+        <location filename="../ui/main_window.py" line="263"/>
         <source>Answer speed</source>
         <translation>回答速度</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="298"/>
+        <location filename="../ui/main_window.py" line="266"/>
         <source>Local server</source>
         <translation>本地服务器</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="302"/>
+        <location filename="../ui/main_window.py" line="270"/>
         <source>Context used</source>
         <translation>已用上下文</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="305"/>
-        <location filename="../ui/main_window.py" line="890"/>
+        <location filename="../ui/main_window.py" line="273"/>
+        <location filename="../ui/main_window.py" line="858"/>
         <source>context: –</source>
         <translation>上下文：–</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="457"/>
+        <location filename="../ui/main_window.py" line="425"/>
         <source>Ready · %1 · %2</source>
         <translation>就绪 · %1 · %2</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="462"/>
+        <location filename="../ui/main_window.py" line="430"/>
         <source>%1
 Loaded in %2 s, warmed up in %3 s</source>
         <translation>%1
 加载用时 %2 秒，预热用时 %3 秒</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="487"/>
+        <location filename="../ui/main_window.py" line="455"/>
         <source>1 thread</source>
         <translation>1 个线程</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="487"/>
+        <location filename="../ui/main_window.py" line="455"/>
         <source>%1 threads</source>
         <translation>%1 个线程</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="549"/>
+        <location filename="../ui/main_window.py" line="517"/>
         <source>Switching to %1…</source>
         <translation>正在切换到 %1…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="929"/>
+        <location filename="../ui/main_window.py" line="915"/>
         <source>System prompt: %1 · history and message: %2 · kept for the reply: %3</source>
         <translation>系统提示：%1 · 历史与消息：%2 · 为回答保留：%3</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="1039"/>
+        <location filename="../ui/main_window.py" line="1025"/>
         <source>%1 is installed; the app switches to it when this answer is done.</source>
         <translation>%1 已安装；此回答完成后应用会切换到它。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="1059"/>
+        <location filename="../ui/main_window.py" line="1045"/>
         <source>Now using %1, the model just installed.</source>
         <translation>现在使用刚安装的模型 %1。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="1127"/>
+        <location filename="../ui/main_window.py" line="1113"/>
         <source>The local server could not start on port %1: %2</source>
         <translation>本地服务器无法在端口 %1 上启动：%2</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="1141"/>
+        <location filename="../ui/main_window.py" line="1127"/>
         <source>API %1</source>
         <translation>API %1</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="1143"/>
+        <location filename="../ui/main_window.py" line="1129"/>
         <source>API request running… (%1)</source>
         <translation>API 请求进行中…（%1）</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="1146"/>
+        <location filename="../ui/main_window.py" line="1132"/>
         <source>Apps on this computer can use the model at %1/v1 (OpenAI-compatible).</source>
         <translation>本机上的应用可以通过 %1/v1 使用此模型（兼容 OpenAI）。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="1155"/>
+        <location filename="../ui/main_window.py" line="1141"/>
         <source>Waiting for an API request to finish…</source>
         <translation>正在等待 API 请求完成…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="116"/>
+        <location filename="../ui/main_window.py" line="97"/>
         <source>Chats cannot be saved this time: %1</source>
         <translation>本次无法保存对话：%1</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="353"/>
+        <location filename="../ui/main_window.py" line="321"/>
         <source>Focus the message box</source>
         <translation>转到输入框</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="356"/>
+        <location filename="../ui/main_window.py" line="324"/>
         <source>Copy the last answer</source>
         <translation>复制最后一条回答</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="413"/>
+        <location filename="../ui/main_window.py" line="381"/>
         <source>No model yet</source>
         <translation>尚无模型</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="425"/>
-        <location filename="../ui/main_window.py" line="434"/>
+        <location filename="../ui/main_window.py" line="393"/>
+        <location filename="../ui/main_window.py" line="402"/>
         <source>Loading model…</source>
         <translation>正在加载模型…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="433"/>
+        <location filename="../ui/main_window.py" line="401"/>
         <source>Reading model folder…</source>
         <translation>正在读取模型文件夹…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="435"/>
+        <location filename="../ui/main_window.py" line="403"/>
         <source>Warming up…</source>
         <translation>正在预热…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="473"/>
+        <location filename="../ui/main_window.py" line="441"/>
         <source>The model could not be loaded: %1</source>
         <translation>无法加载模型：%1</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="474"/>
+        <location filename="../ui/main_window.py" line="442"/>
         <source>No model loaded</source>
         <translation>未加载模型</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="510"/>
+        <location filename="../ui/main_window.py" line="478"/>
         <source>Measuring the best thread count…</source>
         <translation>正在测量最佳线程数…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="520"/>
+        <location filename="../ui/main_window.py" line="488"/>
         <source>Measuring the best thread count… %1/%2</source>
         <translation>正在测量最佳线程数… %1/%2</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="602"/>
+        <location filename="../ui/main_window.py" line="570"/>
         <source>Title:</source>
         <translation>标题：</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="619"/>
+        <location filename="../ui/main_window.py" line="587"/>
         <source>Delete “%1” and all its messages? This cannot be undone.</source>
         <translation>删除“%1”及其全部消息？此操作无法撤销。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="626"/>
+        <location filename="../ui/main_window.py" line="594"/>
         <source>Delete the conversation</source>
         <translation>删除此对话</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="756"/>
+        <location filename="../ui/main_window.py" line="724"/>
         <source>waiting for the first token…</source>
         <translation>等待第一个词元…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="774"/>
+        <location filename="../ui/main_window.py" line="742"/>
         <source>first token %1 s</source>
         <translation>首个词元 %1 秒</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="788"/>
+        <location filename="../ui/main_window.py" line="756"/>
         <source>first token %1 s · %2 tokens/s</source>
         <translation>首个词元 %1 秒 · %2 词元/秒</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="802"/>
+        <location filename="../ui/main_window.py" line="770"/>
         <source>first token %1 s · %2 tokens/s · %3 tokens</source>
         <translation>首个词元 %1 秒 · %2 词元/秒 · %3 个词元</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="817"/>
+        <location filename="../ui/main_window.py" line="785"/>
         <source>The answer failed: %1</source>
         <translation>回答失败：%1</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="838"/>
+        <location filename="../ui/main_window.py" line="806"/>
         <source>This chat was changed outside this window while the answer was written: the answer or its chat no longer exists, so the answer was not kept.</source>
         <translation>回答写入期间，此对话在本窗口之外被更改：回答或其对话已不存在，因此未保留该回答。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="860"/>
+        <location filename="../ui/main_window.py" line="828"/>
         <source>Editing an earlier message. Sending starts a new version of the conversation from here; the old version is kept (use ‹ › on the message to switch). Esc cancels.</source>
         <translation>正在编辑之前的消息。发送后将从这里开始对话的新版本；旧版本会保留（用消息上的 ‹ › 切换）。按 Esc 取消。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="877"/>
+        <location filename="../ui/main_window.py" line="845"/>
         <source>Answer copied</source>
         <translation>已复制回答</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="926"/>
+        <location filename="../ui/main_window.py" line="912"/>
         <source>%1 / %2 tokens</source>
         <translation>%1 / %2 词元</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="937"/>
+        <location filename="../ui/main_window.py" line="923"/>
         <source>Sending this pushes the %1 oldest message(s) out of the context: the model will not see them.</source>
         <translation>发送后，最早的 %1 条消息将被移出上下文，模型将看不到它们。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="940"/>
+        <location filename="../ui/main_window.py" line="926"/>
         <source>A message is too long for the context and will be shortened in the middle.</source>
         <translation>有一条消息超出上下文长度，将从中间截短。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="1098"/>
+        <location filename="../ui/main_window.py" line="1084"/>
         <source>Applying settings…</source>
         <translation>正在应用设置…</translation>
     </message>

@@ -21,7 +21,6 @@ from PySide6.QtGui import (
     QDragEnterEvent,
     QDropEvent,
     QGuiApplication,
-    QKeyEvent,
     QKeySequence,
 )
 from PySide6.QtWidgets import (
@@ -34,7 +33,6 @@ from PySide6.QtWidgets import (
     QListWidgetItem,
     QMainWindow,
     QMessageBox,
-    QPlainTextEdit,
     QProgressBar,
     QPushButton,
     QSizePolicy,
@@ -51,6 +49,7 @@ from qwen_desktop.storage.settings import Settings, load_settings, save_settings
 from qwen_desktop.storage.thread_sweeps import FILE_NAME as THREAD_SWEEPS_FILE
 from qwen_desktop.storage.thread_sweeps import ThreadSweeps
 from qwen_desktop.ui.chat_view import Branch, ChatView
+from qwen_desktop.ui.composer import ComposerBox
 from qwen_desktop.ui.first_run import FirstRunPage, model_paths
 from qwen_desktop.ui.markdown_render import render_markdown, render_plain, reveal_bidi
 from qwen_desktop.ui.theme import apply_theme
@@ -63,24 +62,6 @@ if TYPE_CHECKING:
 
 SENDABLE = ("complete", "cancelled", "interrupted")  # answers that go back to the model as history
 _DRAG_EVENTS = (QEvent.Type.DragEnter, QEvent.Type.DragMove, QEvent.Type.Drop)
-
-
-class Composer(QPlainTextEdit):
-    """The message box: Enter sends, Shift+Enter starts a new line.
-
-    Signals:
-        submitted(): Enter was pressed.
-    """
-
-    submitted = Signal()
-
-    def keyPressEvent(self, event: QKeyEvent) -> None:  # noqa: N802 - Qt's name
-        if event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and not (
-            event.modifiers() & Qt.KeyboardModifier.ShiftModifier
-        ):
-            emit(self.submitted)
-            return
-        super().keyPressEvent(event)
 
 
 class MainWindow(QMainWindow):
@@ -166,8 +147,8 @@ class MainWindow(QMainWindow):
         QApplication.instance().installEventFilter(self)
         self.sync_server()
         self._meter_throttle = Throttle(self.update_meter, 250, self)
-        self.composer.textChanged.connect(self._meter_throttle)
-        self.composer.textChanged.connect(self._restart_sweep_idle)
+        self.composer_box.draft_changed.connect(self._meter_throttle)
+        self.composer_box.draft_changed.connect(self._restart_sweep_idle)
         self._update_controls()
         if load_model:
             if self.configured_model() is None:
@@ -257,25 +238,12 @@ class MainWindow(QMainWindow):
         self.context_warning.hide()
         right_layout.addWidget(self.context_warning)
 
-        self.composer_box = QWidget()
-        composer_row = QHBoxLayout(self.composer_box)
-        composer_row.setContentsMargins(0, 0, 0, 0)
-        self.composer = Composer()
-        self.composer.setAccessibleName(self.tr("Message"))
-        self.composer.setPlaceholderText(self.tr("Ask anything — Enter sends, Shift+Enter adds a line"))
-        self.composer.setFixedHeight(84)
-        self.composer.submitted.connect(self.send)
-        composer_row.addWidget(self.composer, 1)
-        buttons = QVBoxLayout()
-        self.send_button = QPushButton(self.tr("Send"))
-        self.send_button.setAccessibleName(self.tr("Send message"))
-        self.send_button.clicked.connect(self.send)
-        self.stop_button = QPushButton(self.tr("Stop"))
-        self.stop_button.setAccessibleName(self.tr("Stop the answer"))
-        self.stop_button.clicked.connect(self.stop)
-        buttons.addWidget(self.send_button)
-        buttons.addWidget(self.stop_button)
-        composer_row.addLayout(buttons)
+        self.composer_box = ComposerBox()
+        self.composer = self.composer_box.editor
+        self.send_button = self.composer_box.send_button
+        self.composer_box.send_requested.connect(self.send)
+        self.composer_box.stop_requested.connect(self.stop)
+        self.composer_box.context_check = self._attachment_too_long
         right_layout.addWidget(self.composer_box)
         # The welcome page has nothing to send to: the message box shows with the conversation only.
         self.pages.currentChanged.connect(
@@ -708,7 +676,7 @@ class MainWindow(QMainWindow):
 
     def send(self) -> None:
         """Send the composer's text (Enter): a new turn, or a new branch when editing."""
-        text = self.composer.toPlainText().strip()
+        text = self.composer_box.message_text()
         if not text or not self.can_send():
             return
         if self.conversation_id is None:
@@ -726,7 +694,7 @@ class MainWindow(QMainWindow):
         user = self.store.add_message(self.conversation_id, "user", text, parent_id=parent)
         if self.store.get_conversation(self.conversation_id).title in (DEFAULT_TITLE, self.tr("New chat")):
             self.store.rename_conversation(self.conversation_id, title_from_text(text) or text[:40])
-        self.composer.clear()
+        self.composer_box.clear()
         self.cancel_edit()
         self._start_answer(user.id)
 
@@ -899,7 +867,7 @@ class MainWindow(QMainWindow):
             if self.edit_target.id in ids:
                 path = path[: ids.index(self.edit_target.id)]
         messages = self.prompt_messages(path)
-        draft = self.composer.toPlainText().strip()
+        draft = self.composer_box.message_text()  # the text and the attached files
         if draft:
             messages.append({"role": "user", "content": draft})
         if not messages:
@@ -910,6 +878,24 @@ class MainWindow(QMainWindow):
             self.bridge.read_ahead(messages, self.settings.max_tokens)
         # counting a long chat takes too long for this thread: the plan counter answers with ``planned``
         self._plan_request = self.bridge.plan(messages, self.settings.max_tokens)
+
+    def _attachment_too_long(self, block: str) -> tuple[int, int] | None:
+        """None when a file's ``block`` fits in the context beside the system prompt and the room kept for the
+        reply, else (its tokens, the room there is). Counted with the model's tokenizer (a 200 KB file takes
+        tens of milliseconds, once, when it is attached); without a model it is counted when one loads."""
+        from qwen_desktop.engine.context import MIN_REPLY_ROOM
+
+        engine = self.bridge.engine
+        if engine is None or self.model_info is None:
+            return None
+        limit = self.last_plan.limit if self.last_plan is not None else self.settings.context_limit
+        system = self.last_plan.system_tokens if self.last_plan is not None else 0
+        reserved = max(MIN_REPLY_ROOM, min(self.settings.max_tokens, limit // 2))
+        room = max(limit - reserved - system - 16, 0)  # 16: the message's own template wrapping
+        if len(block.encode("utf-8")) <= room:  # every token covers at least one byte: no need to count
+            return None
+        tokens = engine.tokenizer.count(block)
+        return (tokens, room) if tokens > room else None
 
     def _on_planned(self, request: int, result: object) -> None:
         """Show the newest plan: the meter counts the prompt and the room kept for the reply, the same
@@ -1176,8 +1162,8 @@ class MainWindow(QMainWindow):
 
     def _update_controls(self) -> None:
         busy = self.bridge.busy
-        self.send_button.setEnabled(self.can_send())
-        self.stop_button.setEnabled(busy)
+        self.composer_box.set_answering(busy)
+        self.send_button.setEnabled(busy or self.can_send())
         self.composer.setReadOnly(False)
         self.delete_button.setEnabled(self.conversation_id is not None and not busy)
         self.rename_button.setEnabled(self.conversation_id is not None)

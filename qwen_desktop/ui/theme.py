@@ -45,6 +45,16 @@ STYLE_SHEET = """
 QFrame#userMessage { background: %(user)s; border: 1px solid %(border)s; border-radius: 8px; }
 QFrame#assistantMessage { background: %(answer)s; border: 1px solid %(border)s; border-radius: 8px; }
 QFrame#errorBanner { background: %(banner)s; border: 1px solid %(banner_border)s; border-radius: 6px; }
+QFrame#composerFrame { background: %(base)s; border: 1px solid %(border)s; border-radius: 12px; }
+QFrame#attachmentChip { background: %(chip)s; border: 1px solid %(border)s; border-radius: 8px; }
+QLabel#composerNotice { color: %(warn)s; }
+QToolButton#attachButton { font-size: 16px; font-weight: bold; border-radius: 8px; min-width: 26px;
+    min-height: 26px; }
+QPushButton#sendButton { background: %(accent)s; color: #ffffff; border: none; border-radius: 8px;
+    padding: 5px 16px; min-height: 18px; font-weight: bold; }
+QPushButton#sendButton:hover { background: %(accent_hover)s; }
+QPushButton#sendButton:disabled { background: %(accent_off)s; color: %(text_off)s; }
+QPushButton#sendButton[stop="true"] { background: %(stop)s; }
 """
 
 
@@ -73,6 +83,14 @@ def apply_theme(app: QApplication, theme: str) -> Colors:
             "border": "#3d444d",
             "banner": "#4a1d1d",
             "banner_border": "#8b2e2e",
+            "base": "#14171b",
+            "chip": "#23272e",
+            "warn": "#f0883e",
+            "accent": "#1f6feb",
+            "accent_hover": "#388bfd",
+            "accent_off": "#2d333b",
+            "text_off": "#6e7681",
+            "stop": "#6e7681",
         }
         if dark
         else {
@@ -81,6 +99,14 @@ def apply_theme(app: QApplication, theme: str) -> Colors:
             "border": "#d0d7de",
             "banner": "#ffebe9",
             "banner_border": "#ff8182",
+            "base": "#ffffff",
+            "chip": "#f0f2f4",
+            "warn": "#bc4c00",
+            "accent": "#0969da",
+            "accent_hover": "#0860c8",
+            "accent_off": "#d0d7de",
+            "text_off": "#f6f8fa",
+            "stop": "#57606a",
         }
     )
     app.setStyleSheet(STYLE_SHEET % values)

@@ -218,16 +218,17 @@ def test_dropping_a_model_file_on_the_window_imports_it(make_window, home, tiny_
     assert values == sorted(values) and values[-1] == BAR_STEPS
 
 
-def test_dropping_a_model_folder_on_the_message_box_imports_it_and_other_files_are_left_alone(
+def test_dropping_a_model_folder_on_the_message_box_imports_it_and_a_text_file_is_attached(
     ready_window, home, tiny_model_dir, qtbot, tmp_path
 ):
     window = ready_window
     note = tmp_path / "notes.txt"
     note.write_text("not a model")
     drop(window, window.composer, note)
-    assert window.install_dialog is None  # not a model: the message box does with it what it does
-    assert "notes.txt" in window.composer.toPlainText()
-    window.composer.clear()
+    assert window.install_dialog is None  # not a model: the message box attaches it
+    assert [a.name for a in window.composer_box.attachments] == ["notes.txt"]
+    assert window.composer.toPlainText() == ""
+    window.composer_box.clear()
     folder = tmp_path / "my-model"
     shutil.copytree(tiny_model_dir, folder)
     drop(window, window.composer, folder)

@@ -79,7 +79,7 @@ def test_answer_streams_into_the_view_in_order(qtbot, settings_for, make_window,
     with qtbot.waitSignal(window.answer_finished, timeout=30000) as blocker:
         qtbot.keyClick(window.composer, Qt.Key.Key_Return)
         assert window.composer.toPlainText() == ""
-        assert window.stop_button.isEnabled()
+        assert window.send_button.isEnabled() and window.send_button.text() == "Stop"
         view = window.chat_view.view_of(window.streaming_id)
         qtbot.waitUntil(lambda: view.render_count > 2, timeout=30000)  # re-rendered while still writing
     result = blocker.args[0]

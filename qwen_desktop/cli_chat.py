@@ -185,6 +185,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
             else []
         ),
         ("use less memory", "on: prompts on the decode graph" if r.low_memory else "off"),
+        *([("prefill graph", f"closed: {r.prefill_skipped}")] if r.prefill_skipped else []),
         (f"TTFT short ({r.short_prompt_tokens} tokens)", f"{r.ttft_short_s * 1000:.0f} ms"),
         (
             f"TTFT short, read ahead while typed ({r.typed_reused_tokens} reused)",

@@ -40,6 +40,15 @@ def real_int4_dir(real_gguf, tmp_path_factory) -> Path:
     return build_model(real_gguf, tmp_path_factory.mktemp("real-int4") / "int4").folder
 
 
+@pytest.fixture
+def int8_prefill_on(monkeypatch):
+    """Open the int8 prefill graph even on a CPU whose int8 kernel clips (engine/int8_check.py), for tests of
+    the two-graph mechanics (which graph runs, the shared cache, memory per graph), not of its accuracy."""
+    from qwen_desktop.engine.session import INT8_PREFILL_ENV
+
+    monkeypatch.setenv(INT8_PREFILL_ENV, "on")
+
+
 @pytest.fixture(scope="session")
 def tiny_tokenizer():
     from qwen_desktop.convert.tiny import make_tokenizer

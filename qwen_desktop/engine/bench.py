@@ -86,6 +86,7 @@ class BenchResult:
     ready_s: float | None
     from_cache: bool  # every graph came from the optimized-graph cache (a start after the first)
     low_memory: bool  # "Use less memory": prompts ran on the decode graph
+    prefill_skipped: str | None  # why the folder's int8 prefill graph stayed closed (None: it ran prompts)
     ttft_short_s: float
     short_prompt_tokens: int
     ttft_typed_s: float  # the short prompt when all but its last word was read ahead while it was typed
@@ -312,6 +313,7 @@ def run_bench(
         ready_s=ready,
         from_cache=bool(engine.model.from_cache),
         low_memory=low_memory,
+        prefill_skipped=engine.model.prefill_skipped,
         memory_loaded=loaded.to_dict() if loaded else None,
         memory_long_prompt=at_long.to_dict() if at_long else None,
         memory_end=end.to_dict() if end else None,

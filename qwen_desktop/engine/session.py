@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from qwen_desktop.engine.errors import ModelError
+from qwen_desktop.engine.int8_check import int8_products_clip
 from qwen_desktop.engine.kv_cache import CacheShapeError, CacheState, KVCache, make_kv_cache
 from qwen_desktop.engine.model_files import ModelFiles
 from qwen_desktop.engine.ort_cache import OpenedGraph, drop_stale_cache_entries, open_graph
@@ -29,6 +30,9 @@ ALONGSIDE_DELAY_S = 0.01
 # Prompts of at least this many new tokens go through the int8 prefill graph when the folder has one: below
 # it the 4-bit decode graph, which reads half the weight bytes, is as fast (docs/engine.md).
 PREFILL_MIN_TOKENS = 8
+# "on" opens the int8 prefill graph even where this CPU's int8 kernel clips (int8_check.py): for tests and
+# measurements of the two-graph path on such a CPU; the prompts' logits are then off.
+INT8_PREFILL_ENV = "QWEN_DESKTOP_INT8_PREFILL"
 
 
 def default_threads() -> int:
@@ -96,9 +100,19 @@ class OnnxModel:
         # sessions load side by side, each on its own thread (two graphs: 0.95 s -> 0.55 s for the 0.5B
         # model from the cache), and the caller's thread is free for ``alongside``.
         graphs = {"decode": files.graph}  # role -> graph
+        # Why the folder's prefill graph stays closed, if it does: None when it is open or there is none.
+        self.prefill_skipped: str | None = None
         if files.style == "fast":
             if files.prefill_graph is not None and prefill:
-                graphs["prefill"] = files.prefill_graph
+                if int8_products_clip() and os.environ.get(INT8_PREFILL_ENV) != "on":
+                    # its int8 products would clip on this CPU (int8_check.py): the 4-bit graph is exact
+                    self.prefill_skipped = (
+                        "this CPU's int8 kernel clips (no VNNI): prompts use the 4-bit graph"
+                    )
+                else:
+                    graphs["prefill"] = files.prefill_graph
+            elif files.prefill_graph is not None:
+                self.prefill_skipped = "Use less memory"
             if files.head_graph is not None:
                 graphs["head"] = files.head_graph
         opened: dict[str, OpenedGraph] = {}

@@ -174,6 +174,10 @@ def test_prefill_graph_runs_int8_matmuls_and_computes_what_its_weights_give(
     ops = [n.op_type for n in onnx.load(str(tiny_model_dir / "prefill.onnx")).graph.node]
     assert ops.count("MatMulIntegerToFloat") == 2 * 5  # qkv, o, gate, up, down per layer
     assert ops.count("MatMulNBits") == 0  # no head of its own: it feeds head.onnx, as the decode graph does
+    from qwen_desktop.engine.int8_check import int8_products_clip
+
+    if int8_products_clip():
+        pytest.skip("this CPU's int8 kernel clips: ONNX Runtime cannot compute the int8 graph exactly here")
     got = _onnx_logits(tiny_model_dir, "prefill.onnx")
     want = _reference_logits(tiny_cfg, _as_quantized(tiny_cfg, tiny_weights, "w8a8", "int4"))
     for g, w in zip(got, want, strict=True):

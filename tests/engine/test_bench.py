@@ -23,6 +23,7 @@ def test_bench_measures_every_figure_once_a_round_and_reports_medians_over_round
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="/proc is Linux only")
+@pytest.mark.usefixtures("int8_prefill_on")
 def test_bench_reports_anonymous_and_file_backed_memory_and_each_graphs_share(tiny_model_dir, tmp_path):
     # with the optimized-graph cache, as the app and `qwen-desktop bench` run: the weights are mapped
     result = run_bench(

@@ -28,6 +28,7 @@ def folder(tmp_path, tiny_model_dir):
     return copy
 
 
+@pytest.mark.usefixtures("int8_prefill_on")
 def test_the_first_load_writes_a_copy_of_each_graph_and_the_next_reads_them_with_the_same_answers(
     tmp_path, folder
 ):
@@ -79,6 +80,7 @@ def test_a_damaged_copy_is_made_again_and_a_cache_that_cannot_be_written_is_skip
     assert all(np.array_equal(g, w) for g, w in zip(_logits(model), want, strict=True))
 
 
+@pytest.mark.usefixtures("int8_prefill_on")
 def test_stale_copies_are_removed_when_a_new_one_is_made(tmp_path, folder, tiny_model_dir):
     gone = tmp_path / "gone"
     shutil.copytree(tiny_model_dir, gone)

@@ -11,6 +11,7 @@ import pytest
 from qwen_desktop.convert.builder import build_model, open_source
 from qwen_desktop.convert.reference import ReferenceModel
 from qwen_desktop.convert.weights import load_all
+from qwen_desktop.engine.int8_check import int8_products_clip
 from qwen_desktop.engine.model_files import load_model_files
 from qwen_desktop.engine.session import PREFILL_MIN_TOKENS, OnnxModel
 
@@ -53,6 +54,7 @@ def without_prefill(tmp_path, tiny_model_dir):
     return folder
 
 
+@pytest.mark.usefixtures("int8_prefill_on")
 def test_prompts_use_the_prefill_graph_and_replies_the_decode_graph(tiny_model_dir):
     model = OnnxModel(load_model_files(tiny_model_dir), threads=1, max_len=128)
     assert model.prefill_session is not None
@@ -78,6 +80,14 @@ def test_the_decode_graph_continues_from_the_cache_the_prefill_graph_wrote(tmp_p
     reference.reset()
     want = [reference.forward(PROMPT)[-1]] + [reference.forward([t])[-1] for t in REPLY]
     model = OnnxModel(load_model_files(folder), threads=1, max_len=128)
+    if int8_products_clip():
+        # here the int8 prefill graph would be 0.9-1.8 off (int8_check.py): it stays closed, and the prompt
+        # runs on the decode graph, as close to the reference as on any other CPU
+        assert model.prefill_session is None and "clips" in (model.prefill_skipped or "")
+        got = [model.forward(PROMPT)[-1].copy()] + [model.forward([t])[-1].copy() for t in REPLY]
+        errors = [float(np.abs(g - w).max()) for g, w in zip(got, want, strict=True)]
+        assert max(errors) < 0.5, errors
+        pytest.skip("this CPU's int8 kernel clips: the prefill graph's cache is not used here")
     assert model.prefill_session is not None
     # forward() returns a view of a reused output buffer: copy what is kept
     got = [model.forward(PROMPT)[-1].copy()] + [model.forward([t])[-1].copy() for t in REPLY]
@@ -108,6 +118,7 @@ def test_a_prompt_token_does_not_depend_on_the_tokens_that_share_its_chunk(tiny_
     assert np.abs(whole - split).max() < 1e-3
 
 
+@pytest.mark.usefixtures("int8_prefill_on")
 def test_a_damaged_prefill_graph_is_a_clear_error_while_both_graphs_load_side_by_side(
     tmp_path, tiny_model_dir
 ):
@@ -141,6 +152,7 @@ def test_one_head_graph_serves_both_decoder_graphs(tmp_path, tiny_model_dir):
         load_model_files(folder)
 
 
+@pytest.mark.usefixtures("int8_prefill_on")
 def test_use_less_memory_runs_prompts_on_the_decode_graph_as_a_folder_without_prefill_graph_does(
     tiny_model_dir, without_prefill
 ):

@@ -20,6 +20,29 @@
     </message>
 </context>
 <context>
+    <name>ChatList</name>
+    <message>
+        <location filename="../ui/sidebar.py" line="297"/>
+        <source>%1 matches</source>
+        <translation>%1 处匹配</translation>
+    </message>
+    <message>
+        <location filename="../ui/sidebar.py" line="330"/>
+        <source>Chat title</source>
+        <translation>对话标题</translation>
+    </message>
+    <message>
+        <location filename="../ui/sidebar.py" line="385"/>
+        <source>Chat actions</source>
+        <translation>对话操作</translation>
+    </message>
+    <message>
+        <location filename="../ui/sidebar.py" line="386"/>
+        <source>Rename, pin, export or delete</source>
+        <translation>重命名、置顶、导出或删除</translation>
+    </message>
+</context>
+<context>
     <name>ChatView</name>
     <message>
         <location filename="../ui/chat_view.py" line="298"/>
@@ -622,335 +645,273 @@
 <context>
     <name>MainWindow</name>
     <message>
-        <location filename="../ui/main_window.py" line="127"/>
+        <location filename="../ui/main_window.py" line="124"/>
         <source>Qwen Desktop</source>
         <translation>Qwen 桌面版</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="168"/>
-        <location filename="../ui/main_window.py" line="169"/>
-        <location filename="../ui/main_window.py" line="320"/>
-        <location filename="../ui/main_window.py" line="561"/>
-        <location filename="../ui/main_window.py" line="683"/>
-        <location filename="../ui/main_window.py" line="695"/>
+        <location filename="../ui/main_window.py" line="295"/>
+        <location filename="../ui/main_window.py" line="633"/>
+        <location filename="../ui/main_window.py" line="645"/>
         <source>New chat</source>
         <translation>新对话</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="173"/>
-        <source>Conversations</source>
-        <translation>对话列表</translation>
-    </message>
-    <message>
-        <location filename="../ui/main_window.py" line="177"/>
-        <location filename="../ui/main_window.py" line="570"/>
-        <source>Rename</source>
-        <translation>重命名</translation>
-    </message>
-    <message>
-        <location filename="../ui/main_window.py" line="178"/>
-        <source>Rename conversation</source>
-        <translation>重命名对话</translation>
-    </message>
-    <message>
-        <location filename="../ui/main_window.py" line="180"/>
-        <location filename="../ui/main_window.py" line="593"/>
-        <source>Delete</source>
-        <translation>删除</translation>
-    </message>
-    <message>
-        <location filename="../ui/main_window.py" line="181"/>
-        <location filename="../ui/main_window.py" line="586"/>
-        <source>Delete conversation</source>
-        <translation>删除对话</translation>
-    </message>
-    <message>
-        <location filename="../ui/main_window.py" line="187"/>
-        <source>Models…</source>
-        <translation>模型…</translation>
-    </message>
-    <message>
-        <location filename="../ui/main_window.py" line="188"/>
-        <source>Models</source>
-        <translation>模型</translation>
-    </message>
-    <message>
-        <location filename="../ui/main_window.py" line="191"/>
-        <source>Settings…</source>
-        <translation>设置…</translation>
-    </message>
-    <message>
-        <location filename="../ui/main_window.py" line="192"/>
-        <location filename="../ui/main_window.py" line="323"/>
+        <location filename="../ui/main_window.py" line="298"/>
         <source>Settings</source>
         <translation>设置</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="205"/>
+        <location filename="../ui/main_window.py" line="179"/>
         <source>Problem</source>
         <translation>问题</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="208"/>
+        <location filename="../ui/main_window.py" line="182"/>
         <source>Choose a model…</source>
         <translation>选择模型…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="209"/>
+        <location filename="../ui/main_window.py" line="183"/>
         <source>Choose a model</source>
         <translation>选择模型</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="212"/>
+        <location filename="../ui/main_window.py" line="186"/>
         <source>Dismiss</source>
         <translation>关闭</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="213"/>
+        <location filename="../ui/main_window.py" line="187"/>
         <source>Dismiss the message</source>
         <translation>关闭此提示</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="231"/>
+        <location filename="../ui/main_window.py" line="205"/>
         <source>Editing notice</source>
         <translation>编辑提示</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="236"/>
+        <location filename="../ui/main_window.py" line="210"/>
         <source>Context warning</source>
         <translation>上下文警告</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="322"/>
+        <location filename="../ui/main_window.py" line="297"/>
         <source>Stop</source>
         <translation>停止</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="257"/>
+        <location filename="../ui/main_window.py" line="232"/>
         <source>Starting…</source>
         <translation>正在启动…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="258"/>
+        <location filename="../ui/main_window.py" line="233"/>
         <source>Status</source>
         <translation>状态</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="263"/>
+        <location filename="../ui/main_window.py" line="238"/>
         <source>Answer speed</source>
         <translation>回答速度</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="266"/>
+        <location filename="../ui/main_window.py" line="241"/>
         <source>Local server</source>
         <translation>本地服务器</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="270"/>
+        <location filename="../ui/main_window.py" line="245"/>
         <source>Context used</source>
         <translation>已用上下文</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="273"/>
-        <location filename="../ui/main_window.py" line="858"/>
+        <location filename="../ui/main_window.py" line="248"/>
+        <location filename="../ui/main_window.py" line="808"/>
         <source>context: –</source>
         <translation>上下文：–</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="425"/>
+        <location filename="../ui/main_window.py" line="400"/>
         <source>Ready · %1 · %2</source>
         <translation>就绪 · %1 · %2</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="430"/>
+        <location filename="../ui/main_window.py" line="405"/>
         <source>%1
 Loaded in %2 s, warmed up in %3 s</source>
         <translation>%1
 加载用时 %2 秒，预热用时 %3 秒</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="455"/>
+        <location filename="../ui/main_window.py" line="430"/>
         <source>1 thread</source>
         <translation>1 个线程</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="455"/>
+        <location filename="../ui/main_window.py" line="430"/>
         <source>%1 threads</source>
         <translation>%1 个线程</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="517"/>
+        <location filename="../ui/main_window.py" line="492"/>
         <source>Switching to %1…</source>
         <translation>正在切换到 %1…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="915"/>
+        <location filename="../ui/main_window.py" line="865"/>
         <source>System prompt: %1 · history and message: %2 · kept for the reply: %3</source>
         <translation>系统提示：%1 · 历史与消息：%2 · 为回答保留：%3</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="1025"/>
+        <location filename="../ui/main_window.py" line="975"/>
         <source>%1 is installed; the app switches to it when this answer is done.</source>
         <translation>%1 已安装；此回答完成后应用会切换到它。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="1045"/>
+        <location filename="../ui/main_window.py" line="995"/>
         <source>Now using %1, the model just installed.</source>
         <translation>现在使用刚安装的模型 %1。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="1113"/>
+        <location filename="../ui/main_window.py" line="1063"/>
         <source>The local server could not start on port %1: %2</source>
         <translation>本地服务器无法在端口 %1 上启动：%2</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="1127"/>
+        <location filename="../ui/main_window.py" line="1077"/>
         <source>API %1</source>
         <translation>API %1</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="1129"/>
+        <location filename="../ui/main_window.py" line="1079"/>
         <source>API request running… (%1)</source>
         <translation>API 请求进行中…（%1）</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="1132"/>
+        <location filename="../ui/main_window.py" line="1082"/>
         <source>Apps on this computer can use the model at %1/v1 (OpenAI-compatible).</source>
         <translation>本机上的应用可以通过 %1/v1 使用此模型（兼容 OpenAI）。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="1141"/>
+        <location filename="../ui/main_window.py" line="1091"/>
         <source>Waiting for an API request to finish…</source>
         <translation>正在等待 API 请求完成…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="97"/>
+        <location filename="../ui/main_window.py" line="94"/>
         <source>Chats cannot be saved this time: %1</source>
         <translation>本次无法保存对话：%1</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="321"/>
+        <location filename="../ui/main_window.py" line="296"/>
         <source>Focus the message box</source>
         <translation>转到输入框</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="324"/>
+        <location filename="../ui/main_window.py" line="299"/>
         <source>Copy the last answer</source>
         <translation>复制最后一条回答</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="381"/>
+        <location filename="../ui/main_window.py" line="356"/>
         <source>No model yet</source>
         <translation>尚无模型</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="393"/>
-        <location filename="../ui/main_window.py" line="402"/>
+        <location filename="../ui/main_window.py" line="368"/>
+        <location filename="../ui/main_window.py" line="377"/>
         <source>Loading model…</source>
         <translation>正在加载模型…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="401"/>
+        <location filename="../ui/main_window.py" line="376"/>
         <source>Reading model folder…</source>
         <translation>正在读取模型文件夹…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="403"/>
+        <location filename="../ui/main_window.py" line="378"/>
         <source>Warming up…</source>
         <translation>正在预热…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="441"/>
+        <location filename="../ui/main_window.py" line="416"/>
         <source>The model could not be loaded: %1</source>
         <translation>无法加载模型：%1</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="442"/>
+        <location filename="../ui/main_window.py" line="417"/>
         <source>No model loaded</source>
         <translation>未加载模型</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="478"/>
+        <location filename="../ui/main_window.py" line="453"/>
         <source>Measuring the best thread count…</source>
         <translation>正在测量最佳线程数…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="488"/>
+        <location filename="../ui/main_window.py" line="463"/>
         <source>Measuring the best thread count… %1/%2</source>
         <translation>正在测量最佳线程数… %1/%2</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="570"/>
-        <source>Title:</source>
-        <translation>标题：</translation>
-    </message>
-    <message>
-        <location filename="../ui/main_window.py" line="587"/>
-        <source>Delete “%1” and all its messages? This cannot be undone.</source>
-        <translation>删除“%1”及其全部消息？此操作无法撤销。</translation>
-    </message>
-    <message>
-        <location filename="../ui/main_window.py" line="594"/>
-        <source>Delete the conversation</source>
-        <translation>删除此对话</translation>
-    </message>
-    <message>
-        <location filename="../ui/main_window.py" line="724"/>
+        <location filename="../ui/main_window.py" line="674"/>
         <source>waiting for the first token…</source>
         <translation>等待第一个词元…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="742"/>
+        <location filename="../ui/main_window.py" line="692"/>
         <source>first token %1 s</source>
         <translation>首个词元 %1 秒</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="756"/>
+        <location filename="../ui/main_window.py" line="706"/>
         <source>first token %1 s · %2 tokens/s</source>
         <translation>首个词元 %1 秒 · %2 词元/秒</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="770"/>
+        <location filename="../ui/main_window.py" line="720"/>
         <source>first token %1 s · %2 tokens/s · %3 tokens</source>
         <translation>首个词元 %1 秒 · %2 词元/秒 · %3 个词元</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="785"/>
+        <location filename="../ui/main_window.py" line="735"/>
         <source>The answer failed: %1</source>
         <translation>回答失败：%1</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="806"/>
+        <location filename="../ui/main_window.py" line="756"/>
         <source>This chat was changed outside this window while the answer was written: the answer or its chat no longer exists, so the answer was not kept.</source>
         <translation>回答写入期间，此对话在本窗口之外被更改：回答或其对话已不存在，因此未保留该回答。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="828"/>
+        <location filename="../ui/main_window.py" line="778"/>
         <source>Editing an earlier message. Sending starts a new version of the conversation from here; the old version is kept (use ‹ › on the message to switch). Esc cancels.</source>
         <translation>正在编辑之前的消息。发送后将从这里开始对话的新版本；旧版本会保留（用消息上的 ‹ › 切换）。按 Esc 取消。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="845"/>
+        <location filename="../ui/main_window.py" line="795"/>
         <source>Answer copied</source>
         <translation>已复制回答</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="912"/>
+        <location filename="../ui/main_window.py" line="862"/>
         <source>%1 / %2 tokens</source>
         <translation>%1 / %2 词元</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="923"/>
+        <location filename="../ui/main_window.py" line="873"/>
         <source>Sending this pushes the %1 oldest message(s) out of the context: the model will not see them.</source>
         <translation>发送后，最早的 %1 条消息将被移出上下文，模型将看不到它们。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="926"/>
+        <location filename="../ui/main_window.py" line="876"/>
         <source>A message is too long for the context and will be shortened in the middle.</source>
         <translation>有一条消息超出上下文长度，将从中间截短。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="1084"/>
+        <location filename="../ui/main_window.py" line="1034"/>
         <source>Applying settings…</source>
         <translation>正在应用设置…</translation>
     </message>
@@ -1664,6 +1625,264 @@ Loaded in %2 s, warmed up in %3 s</source>
         <location filename="../ui/settings_dialog.py" line="284"/>
         <source>Import a Hugging Face folder</source>
         <translation>导入 Hugging Face 文件夹</translation>
+    </message>
+</context>
+<context>
+    <name>Sidebar</name>
+    <message>
+        <location filename="../ui/sidebar.py" line="112"/>
+        <source>Pinned</source>
+        <translation>已置顶</translation>
+    </message>
+    <message>
+        <location filename="../ui/sidebar.py" line="113"/>
+        <source>Today</source>
+        <translation>今天</translation>
+    </message>
+    <message>
+        <location filename="../ui/sidebar.py" line="114"/>
+        <source>Yesterday</source>
+        <translation>昨天</translation>
+    </message>
+    <message>
+        <location filename="../ui/sidebar.py" line="115"/>
+        <source>Previous 7 days</source>
+        <translation>过去 7 天</translation>
+    </message>
+    <message>
+        <location filename="../ui/sidebar.py" line="116"/>
+        <source>Older</source>
+        <translation>更早</translation>
+    </message>
+    <message>
+        <location filename="../ui/sidebar.py" line="510"/>
+        <location filename="../ui/sidebar.py" line="512"/>
+        <source>New chat</source>
+        <translation>新对话</translation>
+    </message>
+    <message>
+        <location filename="../ui/sidebar.py" line="513"/>
+        <source>Start a new chat (Ctrl+N)</source>
+        <translation>开始新对话 (Ctrl+N)</translation>
+    </message>
+    <message>
+        <location filename="../ui/sidebar.py" line="519"/>
+        <location filename="../ui/sidebar.py" line="526"/>
+        <location filename="../ui/sidebar.py" line="584"/>
+        <source>Search chats</source>
+        <translation>搜索对话</translation>
+    </message>
+    <message>
+        <location filename="../ui/sidebar.py" line="520"/>
+        <location filename="../ui/sidebar.py" line="523"/>
+        <source>Search chats (Ctrl+K)</source>
+        <translation>搜索对话 (Ctrl+K)</translation>
+    </message>
+    <message>
+        <location filename="../ui/sidebar.py" line="528"/>
+        <source>Clear the search</source>
+        <translation>清除搜索</translation>
+    </message>
+    <message>
+        <location filename="../ui/sidebar.py" line="540"/>
+        <source>Chats</source>
+        <translation>对话</translation>
+    </message>
+    <message>
+        <location filename="../ui/sidebar.py" line="542"/>
+        <source>Search results</source>
+        <translation>搜索结果</translation>
+    </message>
+    <message>
+        <location filename="../ui/sidebar.py" line="550"/>
+        <source>Search result</source>
+        <translation>搜索结果</translation>
+    </message>
+    <message>
+        <location filename="../ui/sidebar.py" line="562"/>
+        <source>Models</source>
+        <translation>模型</translation>
+    </message>
+    <message>
+        <location filename="../ui/sidebar.py" line="562"/>
+        <source>Models: download, import, choose</source>
+        <translation>模型：下载、导入、选择</translation>
+    </message>
+    <message>
+        <location filename="../ui/sidebar.py" line="564"/>
+        <source>Settings</source>
+        <translation>设置</translation>
+    </message>
+    <message>
+        <location filename="../ui/sidebar.py" line="564"/>
+        <source>Settings (Ctrl+,)</source>
+        <translation>设置 (Ctrl+,)</translation>
+    </message>
+    <message>
+        <location filename="../ui/sidebar.py" line="567"/>
+        <location filename="../ui/sidebar.py" line="570"/>
+        <source>Import and export chats</source>
+        <translation>导入和导出对话</translation>
+    </message>
+    <message>
+        <location filename="../ui/sidebar.py" line="571"/>
+        <source>Export all chats…</source>
+        <translation>导出全部对话…</translation>
+    </message>
+    <message>
+        <location filename="../ui/sidebar.py" line="573"/>
+        <source>Import chats…</source>
+        <translation>导入对话…</translation>
+    </message>
+    <message>
+        <location filename="../ui/sidebar.py" line="741"/>
+        <source>The chats cannot be searched: %1</source>
+        <translation>无法搜索对话：%1</translation>
+    </message>
+    <message>
+        <location filename="../ui/sidebar.py" line="769"/>
+        <source>No chat contains “%1”.</source>
+        <translation>没有对话包含“%1”。</translation>
+    </message>
+    <message>
+        <location filename="../ui/sidebar.py" line="804"/>
+        <source>Chat actions</source>
+        <translation>对话操作</translation>
+    </message>
+    <message>
+        <location filename="../ui/sidebar.py" line="805"/>
+        <source>Rename</source>
+        <translation>重命名</translation>
+    </message>
+    <message>
+        <location filename="../ui/sidebar.py" line="806"/>
+        <source>Unpin</source>
+        <translation>取消置顶</translation>
+    </message>
+    <message>
+        <location filename="../ui/sidebar.py" line="806"/>
+        <source>Pin</source>
+        <translation>置顶</translation>
+    </message>
+    <message>
+        <location filename="../ui/sidebar.py" line="807"/>
+        <source>Export…</source>
+        <translation>导出…</translation>
+    </message>
+    <message>
+        <location filename="../ui/sidebar.py" line="809"/>
+        <source>Delete…</source>
+        <translation>删除…</translation>
+    </message>
+    <message>
+        <location filename="../ui/sidebar.py" line="848"/>
+        <source>The chat could not be changed</source>
+        <translation>无法修改对话</translation>
+    </message>
+    <message>
+        <location filename="../ui/sidebar.py" line="864"/>
+        <source>Delete conversation</source>
+        <translation>删除对话</translation>
+    </message>
+    <message>
+        <location filename="../ui/sidebar.py" line="865"/>
+        <source>Delete “%1” and all its messages? This cannot be undone.</source>
+        <translation>删除“%1”及其全部消息？此操作无法撤销。</translation>
+    </message>
+    <message>
+        <location filename="../ui/sidebar.py" line="872"/>
+        <source>Delete</source>
+        <translation>删除</translation>
+    </message>
+    <message>
+        <location filename="../ui/sidebar.py" line="873"/>
+        <source>Delete the conversation</source>
+        <translation>删除该对话</translation>
+    </message>
+    <message>
+        <location filename="../ui/sidebar.py" line="883"/>
+        <source>The chat could not be deleted</source>
+        <translation>无法删除对话</translation>
+    </message>
+    <message>
+        <location filename="../ui/sidebar.py" line="902"/>
+        <source>Markdown (*.md)</source>
+        <translation>Markdown (*.md)</translation>
+    </message>
+    <message>
+        <location filename="../ui/sidebar.py" line="903"/>
+        <source>JSON, every version (*.json)</source>
+        <translation>JSON，包含所有版本 (*.json)</translation>
+    </message>
+    <message>
+        <location filename="../ui/sidebar.py" line="906"/>
+        <source>Export chat</source>
+        <translation>导出对话</translation>
+    </message>
+    <message>
+        <location filename="../ui/sidebar.py" line="922"/>
+        <source>The chat was not exported</source>
+        <translation>对话未导出</translation>
+    </message>
+    <message>
+        <location filename="../ui/sidebar.py" line="927"/>
+        <source>Exported “%1” to %2</source>
+        <translation>已将“%1”导出到 %2</translation>
+    </message>
+    <message>
+        <location filename="../ui/sidebar.py" line="936"/>
+        <source>Export all chats</source>
+        <translation>导出全部对话</translation>
+    </message>
+    <message>
+        <location filename="../ui/sidebar.py" line="936"/>
+        <source>Chat export (*.json)</source>
+        <translation>对话导出文件 (*.json)</translation>
+    </message>
+    <message>
+        <location filename="../ui/sidebar.py" line="946"/>
+        <source>The chats were not exported</source>
+        <translation>对话未导出</translation>
+    </message>
+    <message>
+        <location filename="../ui/sidebar.py" line="949"/>
+        <source>Exported %1 chats to %2</source>
+        <translation>已将 %1 个对话导出到 %2</translation>
+    </message>
+    <message>
+        <location filename="../ui/sidebar.py" line="953"/>
+        <source>Some chats were left out</source>
+        <translation>部分对话未导出</translation>
+    </message>
+    <message>
+        <location filename="../ui/sidebar.py" line="954"/>
+        <source>These chats are damaged and were not exported: %1</source>
+        <translation>以下对话已损坏，未导出：%1</translation>
+    </message>
+    <message>
+        <location filename="../ui/sidebar.py" line="965"/>
+        <source>Import chats</source>
+        <translation>导入对话</translation>
+    </message>
+    <message>
+        <location filename="../ui/sidebar.py" line="967"/>
+        <source>Chat export (*.json);;All files (*)</source>
+        <translation>对话导出文件 (*.json);;所有文件 (*)</translation>
+    </message>
+    <message>
+        <location filename="../ui/sidebar.py" line="975"/>
+        <source>Nothing was imported</source>
+        <translation>未导入任何内容</translation>
+    </message>
+    <message>
+        <location filename="../ui/sidebar.py" line="978"/>
+        <source>Imported %1 chats</source>
+        <translation>已导入 %1 个对话</translation>
+    </message>
+    <message>
+        <location filename="../ui/sidebar.py" line="980"/>
+        <source> (%1 were here already)</source>
+        <translation>（%1 个已存在）</translation>
     </message>
 </context>
 <context>

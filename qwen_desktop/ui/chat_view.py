@@ -307,7 +307,11 @@ class ChatView(QScrollArea):
         self.setWidget(self._inner)
         self.views: list[MessageView] = []
         self._follow = True
+        self._target: MessageView | None = (
+            None  # a message to keep in view (a search hit) until the user scrolls
+        )
         self.verticalScrollBar().rangeChanged.connect(self._on_range)
+        self.verticalScrollBar().actionTriggered.connect(self._on_user_scroll)
         self.verticalScrollBar().valueChanged.connect(self._on_scroll)
 
     def show_messages(
@@ -340,6 +344,7 @@ class ChatView(QScrollArea):
             self._layout.insertWidget(index, view)
         self.views = views
         self._follow = True
+        self._target = None
         QTimer.singleShot(0, self.scroll_to_end)
 
     def view_of(self, message_id: int) -> MessageView | None:
@@ -370,7 +375,37 @@ class ChatView(QScrollArea):
         bar = self.verticalScrollBar()
         bar.setValue(bar.maximum())
 
+    def scroll_to_message(self, message_id: int, text: str = "") -> None:
+        """Show a message (a search hit) near the top, ``text`` in it selected, and keep it there while the
+        messages above it settle their heights, until the user scrolls."""
+        view = self.view_of(message_id)
+        if view is None:
+            return
+        self._follow = False
+        self._target = view
+        if text:
+            view.body.find(text)  # case-insensitive; selects the first occurrence, so the hit shows marked
+        QTimer.singleShot(0, self._scroll_to_target)
+
+    def _scroll_to_target(self) -> None:
+        view = self._target
+        if view is None or view not in self.views:
+            return
+        top = view.y()
+        cursor = view.body.cursorRect(view.body.textCursor())
+        if view.body.textCursor().hasSelection() and cursor.bottom() + 24 > self.viewport().height():
+            top += (
+                view.body.y() + cursor.top() - self.viewport().height() // 3
+            )  # a hit far down a long answer
+        self.verticalScrollBar().setValue(max(0, top - 8))
+
+    def _on_user_scroll(self, _action: int) -> None:
+        self._target = None
+
     def _on_range(self, _low: int, high: int) -> None:
+        if self._target is not None:
+            self._scroll_to_target()
+            return
         if self._follow:
             self.verticalScrollBar().setValue(high)
 

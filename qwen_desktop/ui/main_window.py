@@ -27,12 +27,8 @@ from PySide6.QtWidgets import (
     QApplication,
     QFrame,
     QHBoxLayout,
-    QInputDialog,
     QLabel,
-    QListWidget,
-    QListWidgetItem,
     QMainWindow,
-    QMessageBox,
     QProgressBar,
     QPushButton,
     QSizePolicy,
@@ -51,7 +47,8 @@ from qwen_desktop.storage.thread_sweeps import ThreadSweeps
 from qwen_desktop.ui.chat_view import Branch, ChatView
 from qwen_desktop.ui.composer import ComposerBox
 from qwen_desktop.ui.first_run import FirstRunPage, model_paths
-from qwen_desktop.ui.markdown_render import render_markdown, render_plain, reveal_bidi
+from qwen_desktop.ui.markdown_render import render_markdown, reveal_bidi
+from qwen_desktop.ui.sidebar import Sidebar
 from qwen_desktop.ui.theme import apply_theme
 from qwen_desktop.ui.throttle import Throttle
 from qwen_desktop.worker import AnswerResult, EngineBridge, ModelInfo, emit
@@ -162,37 +159,14 @@ class MainWindow(QMainWindow):
         splitter = QSplitter(Qt.Orientation.Horizontal, self)
         self.setCentralWidget(splitter)
 
-        left = QWidget()
-        left_layout = QVBoxLayout(left)
-        left_layout.setContentsMargins(8, 8, 4, 8)
-        self.new_button = QPushButton(self.tr("New chat"))
-        self.new_button.setAccessibleName(self.tr("New chat"))
-        self.new_button.clicked.connect(self.new_conversation)
-        left_layout.addWidget(self.new_button)
-        self.conversation_list = QListWidget()
-        self.conversation_list.setAccessibleName(self.tr("Conversations"))
-        self.conversation_list.currentItemChanged.connect(self._on_conversation_chosen)
-        left_layout.addWidget(self.conversation_list, 1)
-        row = QHBoxLayout()
-        self.rename_button = QPushButton(self.tr("Rename"))
-        self.rename_button.setAccessibleName(self.tr("Rename conversation"))
-        self.rename_button.clicked.connect(self.rename_conversation)
-        self.delete_button = QPushButton(self.tr("Delete"))
-        self.delete_button.setAccessibleName(self.tr("Delete conversation"))
-        # Not delete_conversation itself: clicked(bool) would pass checked=False as `confirm`.
-        self.delete_button.clicked.connect(self._ask_to_delete)
-        row.addWidget(self.rename_button)
-        row.addWidget(self.delete_button)
-        left_layout.addLayout(row)
-        self.models_button = QPushButton(self.tr("Models…"))
-        self.models_button.setAccessibleName(self.tr("Models"))
-        self.models_button.clicked.connect(self.open_models)
-        left_layout.addWidget(self.models_button)
-        self.settings_button = QPushButton(self.tr("Settings…"))
-        self.settings_button.setAccessibleName(self.tr("Settings"))
-        self.settings_button.clicked.connect(self.open_settings)
-        left_layout.addWidget(self.settings_button)
-        splitter.addWidget(left)
+        self.sidebar = Sidebar(self.store)
+        self.sidebar.chat_chosen.connect(self._on_chat_chosen)
+        self.sidebar.new_chat_requested.connect(self.new_conversation)
+        self.sidebar.chat_deleted.connect(self._on_chat_deleted)
+        self.sidebar.models_requested.connect(self.open_models)
+        self.sidebar.settings_requested.connect(self.open_settings)
+        self.sidebar.notice.connect(lambda text: self.statusBar().showMessage(text, 10000))
+        splitter.addWidget(self.sidebar)
 
         right = QWidget()
         right_layout = QVBoxLayout(right)
@@ -251,7 +225,8 @@ class MainWindow(QMainWindow):
         )
         splitter.addWidget(right)
         splitter.setStretchFactor(1, 1)
-        splitter.setSizes([240, 860])
+        splitter.setCollapsible(0, False)
+        splitter.setSizes([260, 840])
 
         bar = self.statusBar()
         self.status_label = QLabel(self.tr("Starting…"))
@@ -529,84 +504,59 @@ class MainWindow(QMainWindow):
     # ----------------------------------------------------------------- conversations
 
     def refresh_conversations(self) -> None:
-        """Fill the list from the store, keeping the current selection."""
-        self.conversation_list.blockSignals(True)
-        self.conversation_list.clear()
-        for conv in self.store.list_conversations():
-            item = QListWidgetItem(reveal_bidi(conv.title))
-            item.setData(Qt.ItemDataRole.UserRole, conv.id)
-            item.setToolTip(render_plain(conv.title))
-            self.conversation_list.addItem(item)
-            if conv.id == self.conversation_id:
-                self.conversation_list.setCurrentItem(item)
-        self.conversation_list.blockSignals(False)
+        """Fill the sidebar from the store, keeping the current selection."""
+        self.sidebar.refresh(self.conversation_id)
 
-    def _on_conversation_chosen(self, item: QListWidgetItem | None, _previous: object) -> None:
-        if item is not None:
-            self.open_conversation(int(item.data(Qt.ItemDataRole.UserRole)))
+    def _on_chat_chosen(self, conversation_id: int, message_id: int) -> None:
+        self.open_conversation(conversation_id, message_id or None)
 
-    def open_conversation(self, conversation_id: int) -> None:
-        """Show a conversation."""
+    def open_conversation(self, conversation_id: int, message_id: int | None = None) -> None:
+        """Show a conversation; with ``message_id`` (a search hit) show the version with that message and
+        scroll to it."""
         self.conversation_id = conversation_id
         self.cancel_edit()
         if self.model_info is not None or self.load_error is not None or self.configured_model():
             self.pages.setCurrentWidget(self.chat_view)
+        if message_id is not None and not self.bridge.busy:
+            with contextlib.suppress(StorageError):  # deleted meanwhile: the chat shows as it is
+                if message_id not in [m.id for m in self.store.path(conversation_id)]:
+                    self.store.switch_to(message_id)
         self.reload_messages()
         self.refresh_conversations()
         self._update_controls()
         self.update_meter()
+        if message_id is not None:
+            self.chat_view.scroll_to_message(message_id, self.sidebar.search.text().strip())
 
     def new_conversation(self) -> None:
-        """Start an empty conversation (Ctrl+N)."""
-        conv = self.store.create_conversation(self.tr("New chat"))
-        self.open_conversation(conv.id)
+        """Start a new conversation (Ctrl+N): an empty page; it is stored with its first message."""
+        self.conversation_id = None
+        self.cancel_edit()
+        self.reload_messages()
+        self.refresh_conversations()
+        self._update_controls()
+        self.update_meter()
         self.composer.setFocus()
 
     def rename_conversation(self) -> None:
-        """Ask for a new title."""
-        if self.conversation_id is None:
-            return
-        conv = self.store.get_conversation(self.conversation_id)
-        title, ok = QInputDialog.getText(self, self.tr("Rename"), self.tr("Title:"), text=conv.title)
-        if ok and title.strip():
-            self.store.rename_conversation(conv.id, title)
-            self.refresh_conversations()
-
-    def _ask_to_delete(self) -> None:
-        self.delete_conversation(confirm=True)
+        """Edit the current conversation's title in the sidebar."""
+        if self.conversation_id is not None:
+            self.sidebar.rename(self.conversation_id)
 
     def delete_conversation(self, confirm: bool = True) -> None:
         """Delete the current conversation after asking."""
-        if self.conversation_id is None or (self.bridge.busy and self.streaming_id is not None):
+        if self.conversation_id is not None:
+            self.sidebar.delete(self.conversation_id, confirm=confirm)
+
+    def _on_chat_deleted(self, conversation_id: int) -> None:
+        if conversation_id != self.conversation_id:
             return
-        conv = self.store.get_conversation(self.conversation_id)
-        if confirm:
-            box = QMessageBox(
-                QMessageBox.Icon.Question,
-                self.tr("Delete conversation"),
-                self.tr("Delete “%1” and all its messages? This cannot be undone.").replace(
-                    "%1", reveal_bidi(conv.title)
-                ),
-                QMessageBox.StandardButton.Cancel,
-                self,
-            )
-            delete = box.addButton(self.tr("Delete"), QMessageBox.ButtonRole.DestructiveRole)
-            delete.setAccessibleName(self.tr("Delete the conversation"))
-            # Enter (the default) and Esc both keep the chat: only a deliberate click deletes.
-            box.setDefaultButton(QMessageBox.StandardButton.Cancel)
-            box.setEscapeButton(QMessageBox.StandardButton.Cancel)
-            box.exec()
-            if box.clickedButton() is not delete:
-                return
-        self.store.delete_conversation(conv.id)
         self.conversation_id = None
         remaining = self.store.list_conversations()
         if remaining:
             self.open_conversation(remaining[0].id)
         else:
-            self.chat_view.show_messages([], {}, set())
-            self.refresh_conversations()
-            self._update_controls()
+            self.new_conversation()
 
     def reload_messages(self) -> None:
         """Show the current branch of the current conversation, with branch arrows and buttons."""
@@ -1165,12 +1115,20 @@ class MainWindow(QMainWindow):
         self.composer_box.set_answering(busy)
         self.send_button.setEnabled(busy or self.can_send())
         self.composer.setReadOnly(False)
-        self.delete_button.setEnabled(self.conversation_id is not None and not busy)
-        self.rename_button.setEnabled(self.conversation_id is not None)
+        self.sidebar.set_busy(self._answering_in())
         for view in self.chat_view.views:
             for button in (view.edit_button, view.regenerate_button):
                 if button is not None:
                     button.setEnabled(not busy and self.model_info is not None)
+
+    def _answering_in(self) -> int | None:
+        """The conversation an answer is being written in, if any."""
+        if self.streaming_id is None:
+            return None
+        try:
+            return self.store.get_message(self.streaming_id).conversation_id
+        except StorageError:
+            return None
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt's name
         """Take drags of model files and folders over any part of this window (see ``dropEvent``)."""

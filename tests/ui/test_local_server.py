@@ -42,7 +42,7 @@ def switch_server_on(qtbot, window, port, key=""):
         qtbot.mouseClick(ok, Qt.MouseButton.LeftButton)
 
     QTimer.singleShot(0, fill)
-    qtbot.mouseClick(window.settings_button, Qt.MouseButton.LeftButton)
+    qtbot.mouseClick(window.sidebar.settings_button, Qt.MouseButton.LeftButton)
     return done["url"]
 
 

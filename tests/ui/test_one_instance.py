@@ -80,13 +80,13 @@ def test_a_chat_deleted_elsewhere_during_an_answer_leaves_the_window_usable(
     notice = window.banner_label.text()
     assert "no longer exists" in notice and "does not exist" not in notice
     assert window.conversation_id is None
-    assert window.conversation_list.count() == 0
+    assert window.sidebar.titles() == []
     # Chatting goes on, in a new chat.
     window.composer.setPlainText("Still there?")
     with qtbot.waitSignal(window.answer_finished, timeout=60000) as blocker:
         qtbot.keyClick(window.composer, Qt.Key.Key_Return)
     assert blocker.args[0].reason in ("stop", "length")
-    assert window.conversation_list.count() == 1
+    assert len(window.sidebar.titles()) == 1
 
 
 def test_a_chat_with_a_loop_of_parents_shows_as_damaged(
@@ -104,16 +104,19 @@ def test_a_chat_with_a_loop_of_parents_shows_as_damaged(
     conn.close()
     settings_for(model_path=str(tiny_model_dir))
     window = make_window()
-    titles = [window.conversation_list.item(i).text() for i in range(window.conversation_list.count())]
-    assert titles == ["looped", "fine"]
-    items = window.conversation_list
+    assert window.sidebar.titles() == ["looped", "fine"]
+    items = window.sidebar.chat_list
     qtbot.mouseClick(
-        items.viewport(), Qt.MouseButton.LeftButton, pos=items.visualItemRect(items.item(1)).center()
+        items.viewport(),
+        Qt.MouseButton.LeftButton,
+        pos=items.visualItemRect(window.sidebar.item_of(fine.id)).center(),
     )
     assert window.conversation_id == fine.id
     assert "a readable question" in window.chat_view.views[0].text
     qtbot.mouseClick(
-        items.viewport(), Qt.MouseButton.LeftButton, pos=items.visualItemRect(items.item(0)).center()
+        items.viewport(),
+        Qt.MouseButton.LeftButton,
+        pos=items.visualItemRect(window.sidebar.item_of(looped.id)).center(),
     )
     assert window.conversation_id == looped.id
     assert window.banner.isVisible()

@@ -80,6 +80,9 @@ class Conversation:
         system_prompt: This conversation's system prompt, or None to use the one from the settings.
         pinned: Shown above the others in `ChatStore.list_conversations`.
         uid: A random id that stays the same when the chat is exported and imported elsewhere.
+        preset: The system-prompt preset chosen for it (the app's id of a built-in or the user's own
+            preset), or None for a chat from before presets. ``system_prompt`` then holds the preset's text
+            as last used, for a preset that is gone and for exports.
     """
 
     id: int
@@ -90,6 +93,7 @@ class Conversation:
     system_prompt: str | None
     pinned: bool = False
     uid: str = ""
+    preset: str | None = None
 
 
 @dataclass(frozen=True)
@@ -259,9 +263,19 @@ def _migration_2_search_pins_and_uids(conn: sqlite3.Connection) -> None:
 # to the function's 1-based position in the same transaction. PRAGMA foreign_keys cannot change inside a
 # transaction: a migration that rebuilds a table should use `PRAGMA defer_foreign_keys = ON`; the
 # foreign keys are checked before the commit.
-MIGRATIONS: Final[tuple[Migration, ...]] = (_migration_1_initial_schema, _migration_2_search_pins_and_uids)
+def _migration_3_presets(conn: sqlite3.Connection) -> None:
+    conn.execute("ALTER TABLE conversations ADD COLUMN preset TEXT NULL")
 
-_CONVERSATION_COLUMNS = "id, title, created_at, updated_at, head_message_id, system_prompt, pinned, uid"
+
+MIGRATIONS: Final[tuple[Migration, ...]] = (
+    _migration_1_initial_schema,
+    _migration_2_search_pins_and_uids,
+    _migration_3_presets,
+)
+
+_CONVERSATION_COLUMNS = (
+    "id, title, created_at, updated_at, head_message_id, system_prompt, pinned, uid, preset"
+)
 _MESSAGE_FIELDS = (
     "id",
     "conversation_id",
@@ -289,6 +303,7 @@ def _conversation(row: Sequence[Any]) -> Conversation:
         system_prompt=row[5],
         pinned=bool(row[6]),
         uid=row[7] or "",
+        preset=row[8],
     )
 
 
@@ -579,24 +594,27 @@ class ChatStore:
     # Conversations
 
     def create_conversation(
-        self, title: str = DEFAULT_TITLE, system_prompt: str | None = None
+        self, title: str = DEFAULT_TITLE, system_prompt: str | None = None, preset: str | None = None
     ) -> Conversation:
         """Add an empty conversation.
 
         Args:
             title: Its title; `auto_title` replaces the default one with the first question.
             system_prompt: Its own system prompt, or None to use the settings' one.
+            preset: The system-prompt preset chosen for it (see `Conversation.preset`).
         """
         now = time.time()
         uid = uuid.uuid4().hex
         with self._transaction() as conn:
             cur = conn.execute(
-                "INSERT INTO conversations (title, created_at, updated_at, system_prompt, uid)"
-                " VALUES (?, ?, ?, ?, ?)",
-                (title, now, now, system_prompt, uid),
+                "INSERT INTO conversations (title, created_at, updated_at, system_prompt, uid, preset)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                (title, now, now, system_prompt, uid, preset),
             )
             new_id = cast(int, cur.lastrowid)
-        return Conversation(new_id, title, now, now, None, system_prompt, pinned=False, uid=uid)
+        return Conversation(
+            new_id, title, now, now, None, system_prompt, pinned=False, uid=uid, preset=preset
+        )
 
     def list_conversations(self) -> list[Conversation]:
         """All conversations: the pinned ones first, then the most recently updated first."""
@@ -638,6 +656,16 @@ class ChatStore:
             NotFoundError: There is no such conversation.
         """
         self._update_conversation(conversation_id, "system_prompt = ?", (system_prompt,))
+        return self.get_conversation(conversation_id)
+
+    def set_preset(self, conversation_id: int, preset: str | None, system_prompt: str | None) -> Conversation:
+        """Choose a conversation's system-prompt preset and keep its text (see `Conversation.preset`); its
+        `updated_at` stays as it is.
+
+        Raises:
+            NotFoundError: There is no such conversation.
+        """
+        self._update_conversation(conversation_id, "preset = ?, system_prompt = ?", (preset, system_prompt))
         return self.get_conversation(conversation_id)
 
     def set_pinned(self, conversation_id: int, pinned: bool) -> Conversation:
@@ -961,9 +989,9 @@ class ChatStore:
             return int(row[0]), False
         try:
             cur = conn.execute(
-                "INSERT INTO conversations (title, created_at, updated_at, system_prompt, pinned, uid)"
-                " VALUES (?, ?, ?, ?, ?, ?)",
-                (c.title, c.created_at, c.updated_at, c.system_prompt, 1 if c.pinned else 0, uid),
+                "INSERT INTO conversations (title, created_at, updated_at, system_prompt, pinned, uid, preset)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (c.title, c.created_at, c.updated_at, c.system_prompt, 1 if c.pinned else 0, uid, c.preset),
             )
             conversation_id = cast(int, cur.lastrowid)
             new_ids: dict[int, int] = {}

@@ -8,7 +8,7 @@ answer's saved figures (`stats`) and all timestamps. One chat or all of them go 
 
     {"format": "qwen-desktop-chats", "version": 1, "exported_at": 1760000000.0, "app_version": "0.1.0",
      "conversations": [{"uid": "…", "title": "…", "created_at": …, "updated_at": …, "pinned": false,
-                        "system_prompt": null, "head": 3,
+                        "system_prompt": null, "preset": null, "head": 3,
                         "messages": [{"id": 1, "parent": null, "role": "user", "content": "…",
                                       "status": "complete", "stats": null, "created_at": …,
                                       "updated_at": …}, …]}, …]}
@@ -184,6 +184,7 @@ def _conversation_json(dump: ChatDump) -> dict[str, Any]:
         "updated_at": conversation.updated_at,
         "pinned": conversation.pinned,
         "system_prompt": conversation.system_prompt,
+        "preset": conversation.preset,
         "head": numbers.get(head) if head is not None else None,
         "messages": [
             {
@@ -375,6 +376,9 @@ def _conversation(raw: Any, place: str) -> ChatDump:
     updated = _time(raw, "updated_at", place, default=created)
     pinned = _field(raw, "pinned", place, default=False, kinds=(bool,))
     system_prompt = _text(raw, "system_prompt", place, optional=True)
+    preset = _text(raw, "preset", place, optional=True)  # absent in files from before presets
+    if preset is not None and not 0 < len(preset) <= _UID_LENGTH:
+        raise _RefusedError(f"{_where(place, 'preset')} must be 1 to {_UID_LENGTH} characters")
     raw_messages = _field(raw, "messages", place, kinds=(list,))
     earlier: set[int] = set()
     messages = tuple(
@@ -392,6 +396,7 @@ def _conversation(raw: Any, place: str) -> ChatDump:
         system_prompt=system_prompt,
         pinned=pinned,
         uid=uid,
+        preset=preset,
     )
     return ChatDump(conversation, messages)
 
@@ -400,8 +405,14 @@ def _document(text: str) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        # The text ends where more was expected, or inside a string (the decoder points at its start).
-        if exc.pos >= len(text.rstrip()) or exc.msg.startswith("Unterminated string"):
+        # The text ends where more was expected, inside a string (the decoder points at its start), or
+        # inside a literal ("nu" of null: the decoder points at its start too).
+        tail = text[exc.pos :].rstrip()
+        if (
+            exc.pos >= len(text.rstrip())
+            or exc.msg.startswith("Unterminated string")
+            or (tail and any(word.startswith(tail) for word in ("null", "true", "false")))
+        ):
             raise _RefusedError("it is cut short (the JSON ends early)") from None
         raise _RefusedError(
             f"it is not valid JSON ({exc.msg.lower()}: line {exc.lineno}, column {exc.colno})"

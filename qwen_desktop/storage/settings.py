@@ -20,6 +20,37 @@ THEMES = ("light", "dark", "system")
 CONTEXT_MIN = 256
 CONTEXT_MAX = 131072
 SEED_MAX = 2**63 - 1
+MAX_PRESETS = 100  # the user's own system-prompt presets
+PRESET_NAME_CHARS = 80
+PRESET_PROMPT_CHARS = 32_000
+PRESET_ID_CHARS = 64
+
+
+@dataclass(frozen=True)
+class CustomPreset:
+    """A system-prompt preset the user made: a stable id (``custom-…``), the name shown, the prompt sent."""
+
+    id: str
+    name: str
+    prompt: str
+
+
+def _preset_entry(raw: object) -> CustomPreset | None:
+    """One entry of ``presets`` from the file, or None when it is not a usable preset."""
+    if not isinstance(raw, dict):
+        return None
+    pid, name, prompt = raw.get("id"), raw.get("name"), raw.get("prompt")
+    if not (isinstance(pid, str) and isinstance(name, str) and isinstance(prompt, str)):
+        return None
+    if not (0 < len(pid) <= PRESET_ID_CHARS and name.strip() and len(name) <= PRESET_NAME_CHARS):
+        return None
+    if len(prompt) > PRESET_PROMPT_CHARS:
+        return None
+    try:  # a lone surrogate (possible in JSON) is not text: it cannot be saved or tokenized
+        (pid + name + prompt).encode("utf-8")
+    except UnicodeEncodeError:
+        return None
+    return CustomPreset(pid, name.strip(), prompt)
 
 
 @dataclass
@@ -45,6 +76,8 @@ class Settings:
         server_enabled: Serve the model over the local OpenAI-compatible API (docs/server.md); off by default.
         server_port: The API's port on 127.0.0.1, 1024..65535.
         server_api_key: Key the API asks for ("Authorization: Bearer ..."), or "" for none.
+        presets: The user's own system-prompt presets, at most `MAX_PRESETS`, ids unique.
+        preset: The preset chosen last (a built-in's id or a `CustomPreset.id`): new chats start with it.
     """
 
     threads: int = 0
@@ -65,6 +98,8 @@ class Settings:
     server_enabled: bool = False
     server_port: int = 8765
     server_api_key: str = ""
+    presets: tuple[CustomPreset, ...] = ()
+    preset: str = "assistant"
 
     def clamped(self) -> Settings:
         """A copy with every value moved into its valid range (threads up to this machine's CPU count)."""
@@ -90,7 +125,20 @@ class Settings:
             language=self.language.strip() or "system",
             server_port=_clamp(self.server_port, 1024, 65535),
             server_api_key=self.server_api_key.strip(),
+            presets=_unique_presets(self.presets),
+            preset=self.preset.strip()[:PRESET_ID_CHARS] or "assistant",
         )
+
+
+def _unique_presets(presets: typing.Iterable[CustomPreset]) -> tuple[CustomPreset, ...]:
+    """The first `MAX_PRESETS` presets, the first of each id."""
+    seen: set[str] = set()
+    kept: list[CustomPreset] = []
+    for preset in presets:
+        if preset.id not in seen and len(kept) < MAX_PRESETS:
+            seen.add(preset.id)
+            kept.append(preset)
+    return tuple(kept)
 
 
 def _clamp(value: typing.Any, low: typing.Any, high: typing.Any) -> typing.Any:
@@ -124,6 +172,13 @@ def _parse(data: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     bad: list[str] = []
     for field in fields(Settings):
         if field.name not in data:
+            continue
+        if field.name == "presets":  # a bad entry is dropped, the good ones are kept
+            raw = data["presets"]
+            entries = [_preset_entry(item) for item in raw] if isinstance(raw, list) else [None]
+            good["presets"] = tuple(e for e in entries if e is not None)
+            if None in entries:
+                bad.append("presets")
             continue
         ok, value = _field_value(hints[field.name], data[field.name])
         if ok:

@@ -39,7 +39,14 @@ from PySide6.QtWidgets import (
 )
 
 from qwen_desktop.storage import paths
-from qwen_desktop.storage.chats import DEFAULT_TITLE, ChatStore, Message, open_chat_store, title_from_text
+from qwen_desktop.storage.chats import (
+    DEFAULT_TITLE,
+    ChatStore,
+    Conversation,
+    Message,
+    open_chat_store,
+    title_from_text,
+)
 from qwen_desktop.storage.errors import DamagedChatError, NotFoundError, StorageError
 from qwen_desktop.storage.settings import Settings, load_settings, save_settings
 from qwen_desktop.storage.thread_sweeps import FILE_NAME as THREAD_SWEEPS_FILE
@@ -47,7 +54,9 @@ from qwen_desktop.storage.thread_sweeps import ThreadSweeps
 from qwen_desktop.ui.chat_view import Branch, ChatView
 from qwen_desktop.ui.composer import ComposerBox
 from qwen_desktop.ui.first_run import FirstRunPage, model_paths
+from qwen_desktop.ui.header import ChatHeader
 from qwen_desktop.ui.markdown_render import render_markdown, reveal_bidi
+from qwen_desktop.ui.presets import PresetsDialog, all_presets, chat_preset, known_preset, preset_prompt
 from qwen_desktop.ui.sidebar import Sidebar
 from qwen_desktop.ui.theme import apply_theme
 from qwen_desktop.ui.throttle import Throttle
@@ -134,6 +143,7 @@ class MainWindow(QMainWindow):
         conversations = self.store.list_conversations()
         if conversations:
             self.open_conversation(conversations[0].id)
+        self._refresh_header()
         for warning in (settings_warning, store_warning):
             if warning:
                 self.show_banner(warning)
@@ -171,6 +181,10 @@ class MainWindow(QMainWindow):
         right = QWidget()
         right_layout = QVBoxLayout(right)
         right_layout.setContentsMargins(4, 8, 8, 4)
+        self.header = ChatHeader()
+        self.header.preset_chosen.connect(self.choose_preset)
+        self.header.edit_presets_requested.connect(self.edit_presets)
+        right_layout.addWidget(self.header)
         self.banner = QFrame()
         self.banner.setObjectName("errorBanner")
         banner_layout = QHBoxLayout(self.banner)
@@ -523,6 +537,7 @@ class MainWindow(QMainWindow):
                     self.store.switch_to(message_id)
         self.reload_messages()
         self.refresh_conversations()
+        self._refresh_header()
         self._update_controls()
         self.update_meter()
         if message_id is not None:
@@ -534,9 +549,15 @@ class MainWindow(QMainWindow):
         self.cancel_edit()
         self.reload_messages()
         self.refresh_conversations()
+        self._refresh_header()
         self._update_controls()
         self.update_meter()
         self.composer.setFocus()
+
+    def _create_conversation(self) -> Conversation:
+        """A new, empty chat with the preset chosen last."""
+        preset, prompt = chat_preset(None, self.settings)
+        return self.store.create_conversation(self.tr("New chat"), system_prompt=prompt, preset=preset)
 
     def rename_conversation(self) -> None:
         """Edit the current conversation's title in the sidebar."""
@@ -593,14 +614,42 @@ class MainWindow(QMainWindow):
 
     # ----------------------------------------------------------------- answering
 
-    def system_prompt(self) -> str:
-        """The system prompt of the current conversation."""
+    def _conversation(self) -> Conversation | None:
+        """The conversation on show, or None (none yet, or deleted under us: _on_finished says so)."""
         if self.conversation_id is not None:
-            with contextlib.suppress(NotFoundError):  # deleted under us: _on_finished says so
-                own = self.store.get_conversation(self.conversation_id).system_prompt
-                if own is not None:
-                    return own
-        return self.settings.system_prompt
+            with contextlib.suppress(NotFoundError):
+                return self.store.get_conversation(self.conversation_id)
+        return None
+
+    def system_prompt(self) -> str:
+        """The system prompt of the current conversation: its preset's text (``ui/presets.py``)."""
+        return chat_preset(self._conversation(), self.settings)[1]
+
+    def choose_preset(self, preset_id: str) -> None:
+        """Use ``preset_id`` for this chat (kept with it) and for the chats started from now on."""
+        if not known_preset(preset_id, self.settings):
+            return
+        self.settings = replace(self.settings, preset=preset_id)
+        self._save_settings()
+        if self._conversation() is not None:
+            assert self.conversation_id is not None
+            self.store.set_preset(self.conversation_id, preset_id, preset_prompt(preset_id, self.settings))
+        self._refresh_header()
+        self.update_meter()
+
+    def edit_presets(self) -> None:
+        """Add, edit or delete the user's own presets ("Edit your presets")."""
+        dialog = PresetsDialog(self.settings.presets, self)
+        if dialog.exec():
+            self.settings = replace(self.settings, presets=dialog.result_presets())
+            self._save_settings()
+            self._refresh_header()
+            self.update_meter()
+
+    def _refresh_header(self) -> None:
+        conversation = self._conversation()
+        shown, text = chat_preset(conversation, self.settings)
+        self.header.set_presets(all_presets(self.settings), shown, text)
 
     def prompt_messages(self, path: list[Message]) -> list[dict[str, str]]:
         """The conversation as the engine takes it: system prompt, then the turns worth sending."""
@@ -630,7 +679,12 @@ class MainWindow(QMainWindow):
         if not text or not self.can_send():
             return
         if self.conversation_id is None:
-            self.conversation_id = self.store.create_conversation(self.tr("New chat")).id
+            self.conversation_id = self._create_conversation().id
+        conversation = self._conversation()
+        if conversation is not None and conversation.preset is not None:  # keep the text it is sent with
+            shown, prompt = chat_preset(conversation, self.settings)
+            if shown is not None and prompt != conversation.system_prompt:
+                self.store.set_preset(conversation.id, shown, prompt)
         parent: int | None
         if self.edit_target is not None:
             parent = self.edit_target.parent_id
@@ -1035,6 +1089,7 @@ class MainWindow(QMainWindow):
                 self.bridge.reconfigure(threads, new.context_limit)
         elif self.load_error is not None and new.model_path:
             self.load_model(Path(new.model_path))
+        self._refresh_header()
         self.update_meter()
         self.sync_server()
 

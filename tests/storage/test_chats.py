@@ -268,6 +268,26 @@ def test_migration_from_version_1_keeps_the_data(tmp_path):
         assert [c.title for c in new.list_conversations()] == ["kept", "empty"]
 
 
+def test_schema_3_remembers_each_chats_preset_and_older_chats_have_none(tmp_path):
+    path = tmp_path / "chats.sqlite3"
+    ChatStore(path, migrations=MIGRATIONS[:2]).close()  # a database from before presets
+    with ChatStore(path, migrations=MIGRATIONS[:2]) as old:
+        old_id = old._conn.execute(
+            "INSERT INTO conversations (title, created_at, updated_at, uid) VALUES ('old', 1, 1, 'u')"
+        ).lastrowid
+    with ChatStore(path) as store:
+        assert store.get_conversation(old_id).preset is None
+        new = store.create_conversation("new", system_prompt="Write code.", preset="coder")
+        assert (new.preset, new.system_prompt) == ("coder", "Write code.")
+        assert store.get_conversation(new.id) == new
+        before = store.get_conversation(old_id)
+        changed = store.set_preset(old_id, "concise", "Be brief.")
+        assert (changed.preset, changed.system_prompt) == ("concise", "Be brief.")
+        assert changed.updated_at == before.updated_at  # choosing a preset does not move the chat up
+    with ChatStore(path) as again:
+        assert again.get_conversation(old_id).preset == "concise"
+
+
 def test_failed_migration_rolls_back_and_says_so(tmp_path):
     path = tmp_path / "chats.sqlite3"
     with ChatStore(path) as store:

@@ -38,7 +38,7 @@ FUZZ = settings(
 
 def fill(store: ChatStore) -> dict[str, int]:
     """A history with what an export must carry: versions, statuses, stats, prompts, pins, Chinese."""
-    trip = store.create_conversation("Trip to Lisbon", system_prompt="Answer briefly.")
+    trip = store.create_conversation("Trip to Lisbon", system_prompt="Answer briefly.", preset="concise")
     question = store.add_message(trip.id, "user", "Where should I eat?")
     store.add_message(
         trip.id, "assistant", "Try the **pastéis**.", stats={"decode_tps": 61.2, "reason": "stop"}
@@ -75,7 +75,7 @@ def normal(dump: ChatDump) -> tuple:
         for m in dump.messages
     )
     head = position.get(c.head_message_id) if c.head_message_id is not None else None
-    return (c.uid, c.title, c.created_at, c.updated_at, c.pinned, c.system_prompt, head, messages)
+    return (c.uid, c.title, c.created_at, c.updated_at, c.pinned, c.system_prompt, c.preset, head, messages)
 
 
 def snapshot(store: ChatStore) -> list[tuple]:
@@ -155,7 +155,7 @@ def test_json_of_one_chat_has_every_version_and_setting(filled):
     (chat,) = document["conversations"]
     conversation = store.get_conversation(ids["trip"])
     assert chat["uid"] == conversation.uid
-    assert chat["system_prompt"] == "Answer briefly."
+    assert (chat["system_prompt"], chat["preset"]) == ("Answer briefly.", "concise")
     assert (chat["created_at"], chat["updated_at"]) == (conversation.created_at, conversation.updated_at)
     contents = [m["content"] for m in chat["messages"]]
     assert "Try the **pastéis**." in contents and "Second version: Time Out Market." in contents
@@ -284,6 +284,7 @@ def test_broken_files_are_refused_with_the_reason_and_change_nothing(filled, emp
     refuse(empty_store, tmp_path, b"", "empty")
     refuse(empty_store, tmp_path, good[: len(good) // 2], "cut short")
     refuse(empty_store, tmp_path, good[:-3], "cut short")
+    refuse(empty_store, tmp_path, good[: good.index(b'"preset": null') + len(b'"preset": nu')], "cut short")
     refuse(empty_store, tmp_path, b"\xff\xfe" + good, "not UTF-8")
     refuse(empty_store, tmp_path, b"{'format': 1}", "not valid JSON")
     refuse(empty_store, tmp_path, b"[1, 2, 3]", "not a Qwen Desktop chat export")

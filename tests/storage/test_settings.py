@@ -211,7 +211,7 @@ def test_save_on_a_full_disk_says_so_and_keeps_the_old_file(small_disk):
 def test_saved_file_is_readable_json_with_every_field(tmp_path):
     path = tmp_path / "settings.json"
     save_settings(Settings(), path)
-    assert json.loads(path.read_text(encoding="utf-8")) == asdict(Settings())
+    assert json.loads(path.read_text(encoding="utf-8")) == json.loads(json.dumps(asdict(Settings())))
 
 
 def test_save_clamps(tmp_path):
@@ -225,3 +225,43 @@ def test_save_into_an_unwritable_place_raises_storage_error(tmp_path):
     blocker.write_text("", encoding="utf-8")
     with pytest.raises(StorageError, match="Cannot save the settings"):
         save_settings(Settings(), blocker / "settings.json")
+
+
+def test_custom_presets_round_trip_and_old_files_load_without_them(tmp_path):
+    from qwen_desktop.storage.settings import CustomPreset
+
+    path = tmp_path / "settings.json"
+    path.write_text(json.dumps({"temperature": 0.3, "system_prompt": "old"}), encoding="utf-8")
+    old, warning = load_settings(path)  # a file from before presets
+    assert warning is None and old.presets == () and old.preset == "assistant"
+    mine = (
+        CustomPreset("custom-1", "Reviewer", "Review the code."),
+        CustomPreset("custom-2", "诗人", "写诗。"),
+    )
+    save_settings(replace(old, presets=mine, preset="custom-2"), path)
+    again, warning = load_settings(path)
+    assert warning is None and again.presets == mine and again.preset == "custom-2"
+
+
+def test_a_bad_preset_entry_is_dropped_and_the_others_kept(tmp_path):
+    path = tmp_path / "settings.json"
+    good = {"id": "custom-ok", "name": "Kept", "prompt": "Fine."}
+    entries = [
+        good,
+        {"id": "custom-x", "name": 3, "prompt": "name is not text"},
+        "not an object",
+        {"id": "", "name": "no id", "prompt": ""},
+        {"id": "custom-y", "name": "   ", "prompt": "blank name"},
+        {"id": "custom-z", "name": "too long", "prompt": "x" * 40_000},
+        {"id": "custom-ok", "name": "Same id again", "prompt": "dropped"},
+        {"id": "custom-s", "name": "surrogate \ud800", "prompt": ""},
+        None,
+    ]
+    path.write_text(json.dumps({"presets": entries, "top_k": 7}), encoding="utf-8")
+    settings, warning = load_settings(path)
+    assert [p.name for p in settings.presets] == ["Kept"] and settings.top_k == 7
+    assert "presets" in warning and len(_aside_files(tmp_path)) == 1
+    assert load_settings(path) == (settings, None)  # the repaired file was written back
+    path.write_text(json.dumps({"presets": {"not": "a list"}, "top_k": 7}), encoding="utf-8")
+    settings, warning = load_settings(path)
+    assert settings.presets == () and settings.top_k == 7 and "presets" in warning

@@ -105,13 +105,16 @@ class AnswerResult:
     text: str
     stats: GenerationStats | None = None
     error: str | None = None
+    model: str = ""  # the display name of the model that wrote it
 
     def stats_dict(self) -> dict[str, Any]:
         """The figures saved with the message."""
+        named = {"model": self.model} if self.model else {}
         if self.stats is None:
-            return {"reason": self.reason}
+            return {"reason": self.reason, **named}
         s = self.stats
         return {
+            **named,
             "reason": self.reason,
             "prompt_tokens": s.prompt_tokens,
             "reused_tokens": s.reused_tokens,
@@ -317,6 +320,8 @@ class EngineWorker(EngineSignals):
         else:
             result = AnswerResult(job.job_id, "error", "", error="The answer ended without a reason.")
         result.text = "".join(text)
+        engine = self.engine  # the one that ran it: the host runs one job at a time, in order
+        result.model = str(engine.files.display_name) if engine is not None else ""
         self._finish(result, job)
 
     def _save(self, message_id: int, text: str, status: str, stats: dict[str, Any] | None = None) -> None:

@@ -1,15 +1,16 @@
 """Screenshots of the app for the README: light and dark mid-answer, the first-run page, an import in progress,
-and Chinese.
+Chinese, and the model picker open.
 
 Runs the real window under Xvfb (started here when there is no display and ``Xvfb`` exists; install it with
 ``apt-get install -y xvfb fonts-wqy-microhei``), else on Qt's offscreen platform. Uses the real model when
 its GGUF is on disk (built once into ``~/.cache/qwen-desktop-screens/``, about a minute), else a tiny
 random model. Also prints the longest gap of a 10 ms timer while the answers stream.
 
-    python3 scripts/screenshots.py [--out docs/screenshots] [--offscreen] [--only first-run]
+    python3 scripts/screenshots.py [--out docs/screenshots] [--offscreen] [--only first-run|model-picker]
 
 ``--only first-run`` makes only the first-run page (``first-run.png``) and the import in progress
-(``import.png``), with the tiny model: no real model is needed and it takes seconds.
+(``import.png``), with the tiny model: no real model is needed and it takes seconds. ``--only model-picker``
+makes only ``model-picker.png``.
 """
 
 from __future__ import annotations
@@ -278,12 +279,65 @@ def shoot_import(home: Path, gguf: Path, out: Path) -> None:
     window.close()
 
 
+def shoot_model_picker(home: Path, folder: Path, out: Path) -> None:
+    """``model-picker.png``: the header's model list open, over a short chat. The models to pick from are
+    ``folder`` and a tiny one, offered as models that came with the app (symbolic links: nothing is copied)."""
+    from PySide6.QtGui import QGuiApplication
+
+    from qwen_desktop.library.bundled import BUNDLED_ENV
+    from qwen_desktop.storage.settings import Settings, save_settings
+    from qwen_desktop.ui.main_window import MainWindow
+
+    shelf = home / "shelf"
+    shelf.mkdir(parents=True)
+    (shelf / folder.name).symlink_to(folder)
+    tiny = tiny_model()
+    (shelf / tiny.name).symlink_to(tiny)
+    os.environ[BUNDLED_ENV] = str(shelf)
+    os.environ["QWEN_DESKTOP_HOME"] = str(home)
+    save_settings(
+        Settings(model_path=str(shelf / folder.name), theme="light", max_tokens=60, temperature=0.2, seed=7),
+        home / "settings.json",
+    )
+    window = MainWindow()
+    window.resize(1180, 760)
+    window.show()
+    wait(window.model_ready)
+    window.composer.setPlainText("What is a linked list? One sentence.")
+    window.send()
+    wait(window.answer_finished)
+    window.header.model_combo.showPopup()
+    pause(400)
+    # the list is a window of its own: grab the screen where the window is
+    screen = QGuiApplication.primaryScreen()
+    frame = window.frameGeometry()
+    screen.grabWindow(0, frame.x(), frame.y(), frame.width(), frame.height()).save(str(out))
+    print(f"saved {out}", flush=True)
+    window.header.model_combo.hidePopup()
+    window.close()
+    del os.environ[BUNDLED_ENV]
+
+
+def tiny_model() -> Path:
+    """A tiny random model, built once into a temporary folder."""
+    from qwen_desktop.convert.builder import build_model
+    from qwen_desktop.convert.tiny import make_tokenizer, make_weights, tiny_config, write_gguf
+
+    tmp = Path(tempfile.mkdtemp(prefix="qwen-tiny-"))
+    tok = make_tokenizer()
+    cfg = tiny_config(len(tok[0]))
+    gguf = write_gguf(tmp / "tiny.gguf", cfg, make_weights(cfg, seed=0), tok)
+    return build_model(gguf, tmp / "tiny-test-model").folder
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=REPO / "docs" / "screenshots")
     parser.add_argument("--offscreen", action="store_true", help="use Qt's offscreen platform, not Xvfb")
     parser.add_argument(
-        "--only", choices=["first-run"], help="only the first-run page and an import in progress (tiny model)"
+        "--only",
+        choices=["first-run", "model-picker"],
+        help="only the first-run page and an import in progress (tiny model), or only the model picker",
     )
     args = parser.parse_args()
     xvfb = None if args.offscreen else start_xvfb()
@@ -307,6 +361,11 @@ def main() -> int:
         app = QApplication([])
         app.setApplicationName("Qwen Desktop")
         args.out.mkdir(parents=True, exist_ok=True)
+        if args.only == "model-picker":
+            with tempfile.TemporaryDirectory(prefix="qwen-screens-") as tmp:
+                shoot_model_picker(Path(tmp) / "picker", folder, args.out / "model-picker.png")
+            del app
+            return 0
         with tempfile.TemporaryDirectory(prefix="qwen-screens-") as tmp:
             figures = []
             for theme in ("light", "dark"):
@@ -327,6 +386,7 @@ def main() -> int:
                 mid_tokens=60,
             )
             shoot_first_run_pages(Path(tmp), args.out)
+            shoot_model_picker(Path(tmp) / "picker", folder, args.out / "model-picker.png")
         for (gap, tokens, tps), theme in zip(figures, ("light", "dark"), strict=True):
             print(
                 f"{theme}: longest gap of a 10 ms timer while {tokens} tokens streamed "

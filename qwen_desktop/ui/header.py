@@ -1,6 +1,7 @@
-"""The bar above the conversation: the chat's system-prompt preset (and the model picker).
+"""The bar above the conversation: the model picker and the chat's system-prompt preset.
 
-It only shows choices and reports what the user picked; the window does the work (``MainWindow.choose_preset``).
+It only shows choices and reports what the user picked; the window does the work (``MainWindow.pick_model``,
+``MainWindow.choose_preset``).
 """
 
 from __future__ import annotations
@@ -25,10 +26,12 @@ class ChatHeader(QFrame):
     """The chat's header.
 
     Signals:
+        model_chosen(str): the user picked an installed model (its folder).
         preset_chosen(str): the user picked a preset (its id).
         edit_presets_requested(): "Edit presets…" was clicked.
     """
 
+    model_chosen = Signal(str)
     preset_chosen = Signal(str)
     edit_presets_requested = Signal()
 
@@ -38,6 +41,13 @@ class ChatHeader(QFrame):
         self.row = QHBoxLayout(self)
         self.row.setContentsMargins(8, 4, 8, 4)
         self.row.setSpacing(8)
+        self.model_combo = QComboBox()
+        self.model_combo.setObjectName("modelPicker")
+        self.model_combo.setAccessibleName(self.tr("Model"))
+        self.model_combo.setToolTip(self.tr("The model that answers; another one loads in the background"))
+        self.model_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
+        self.model_combo.activated.connect(self._on_model)
+        self.row.addWidget(self.model_combo)
         self.row.addStretch(1)
         self.preset_label = QLabel(self.tr("Preset"))
         self.preset_label.setObjectName("headerLabel")
@@ -57,6 +67,26 @@ class ChatHeader(QFrame):
         self.edit_presets_button.setToolTip(self.tr("Add, edit or delete your own presets"))
         self.edit_presets_button.clicked.connect(lambda _checked=False: emit(self.edit_presets_requested))
         self.row.addWidget(self.edit_presets_button)
+
+    def set_models(self, models: list[tuple[str, str, str]], current: str | None) -> None:
+        """Offer ``models`` ((folder, name, details)) with the one in ``current`` (a folder) chosen."""
+        combo = self.model_combo
+        combo.blockSignals(True)
+        combo.clear()
+        for folder, name, details in models:
+            combo.addItem(f"{reveal_bidi(name)}  ·  {details}", folder)
+            combo.setItemData(combo.count() - 1, folder, TIP)
+        if not models:
+            combo.addItem(self.tr("No model installed"), "")
+        index = combo.findData(current) if current is not None else -1
+        combo.setCurrentIndex(max(index, 0))
+        combo.setEnabled(bool(models))
+        combo.blockSignals(False)
+
+    def _on_model(self, index: int) -> None:
+        folder = self.model_combo.itemData(index)
+        if folder:
+            emit(self.model_chosen, str(folder))
 
     def set_presets(self, presets: list[tuple[str, str, str]], current: str | None, own: str = "") -> None:
         """Offer ``presets`` ((id, name, prompt)) with ``current`` chosen; None shows the chat's own prompt

@@ -127,6 +127,7 @@ class MainWindow(QMainWindow):
         self._models_dialog: Any = None  # the models page while it is open
         self._switch: tuple[Any, Any] | None = None  # (InstalledModel, DownloadDialog): switch to it next
         self._switch_after_answer = False  # ... once the answer being written is done
+        self._picked: tuple[Path, str] | None = None  # (folder, name) picked in the header, loading or next
         app = QApplication.instance()
         self.colors = apply_theme(app, self.settings.theme)  # type: ignore[arg-type]
 
@@ -144,6 +145,7 @@ class MainWindow(QMainWindow):
         if conversations:
             self.open_conversation(conversations[0].id)
         self._refresh_header()
+        self._refresh_models()
         for warning in (settings_warning, store_warning):
             if warning:
                 self.show_banner(warning)
@@ -182,6 +184,7 @@ class MainWindow(QMainWindow):
         right_layout = QVBoxLayout(right)
         right_layout.setContentsMargins(4, 8, 8, 4)
         self.header = ChatHeader()
+        self.header.model_chosen.connect(self.pick_model)
         self.header.preset_chosen.connect(self.choose_preset)
         self.header.edit_presets_requested.connect(self.edit_presets)
         right_layout.addWidget(self.header)
@@ -404,6 +407,12 @@ class MainWindow(QMainWindow):
         self.update_meter()
         render_markdown("Warm `up`.\n\n```python\nx = 1\n```\n")  # build the parser before the first answer
         self._switched(info)
+        self._refresh_models()
+        if self._picked is not None and Path(info.folder).resolve() == self._picked[0].resolve():
+            self.statusBar().showMessage(
+                self.tr("Now using %1.").replace("%1", reveal_bidi(self._picked[1])), 8000
+            )
+            self._picked = None
         # Auto threads never measured for this model here: measure once the window has been idle a while
         self._sweep_pending = self.settings.threads == 0 and self.measured_speeds(info.folder) is None
         self._restart_sweep_idle()
@@ -791,6 +800,8 @@ class MainWindow(QMainWindow):
         self.update_meter()
         self._restart_sweep_idle()
         emit(self.answer_finished, result)
+        if self._picked is not None and not self.bridge.busy and self.model_info is not None:
+            self._load_picked()  # picked in the header while this answer was written
         if self._switch is not None and self._switch_after_answer and not self.bridge.busy:
             self._switch_after_answer = False
             self.load_model(Path(self._switch[0].folder))  # installed while this answer was written
@@ -961,6 +972,7 @@ class MainWindow(QMainWindow):
         finally:
             self._models_dialog = None
         new = dialog.result_settings()
+        self._refresh_models()  # installed or deleted there
         if new != self.settings:
             self.apply_settings(new)
         elif self.model_info is None and self.load_error is None and self.configured_model() is not None:
@@ -1049,22 +1061,55 @@ class MainWindow(QMainWindow):
             self.tr("Now using %1, the model just installed.").replace("%1", model.display_name), 15000
         )
 
+    def pick_model(self, folder: str) -> None:
+        """Use the installed model in ``folder`` (the header's picker): it loads in the background and the
+        chat stays; while an answer is written, right after it."""
+        model = next((m for m in self._installed() if str(m.folder) == folder), None)
+        if model is None or (self.model_info is not None and Path(self.model_info.folder) == model.folder):
+            return
+        self.settings = replace(self.settings, model_path=str(model.folder))
+        self._save_settings()
+        self._picked = (model.folder, model.display_name)
+        if self.bridge.busy:
+            self.statusBar().showMessage(
+                self.tr("Switching to %1 when this answer is done.").replace(
+                    "%1", reveal_bidi(model.display_name)
+                )
+            )
+            return
+        self._load_picked()
+
+    def _load_picked(self) -> None:
+        assert self._picked is not None
+        folder, name = self._picked
+        self.load_model(folder)
+        self.statusBar().showMessage(
+            self.tr("Loading %1… — your chat stays").replace("%1", reveal_bidi(name))
+        )
+
+    def _installed(self) -> list[Any]:
+        """The usable installed models (library.installed.InstalledModel); none if the folder is unreadable."""
+        from qwen_desktop.library.registry import Registry
+
+        try:
+            return [m for m in Registry(self.models_dir()).list_models() if not m.broken]
+        except Exception:  # a damaged models folder must not stop the window
+            return []
+
+    def _refresh_models(self) -> None:
+        from qwen_desktop.ui.attachments import size_text
+
+        current = self.model_info.folder if self.model_info is not None else self.configured_model()
+        models = [(str(m.folder), m.display_name, size_text(m.bytes_on_disk)) for m in self._installed()]
+        self.header.set_models(models, str(current) if current is not None else None)
+
     def models_dir(self) -> Path:
         """The models folder."""
         return paths.models_dir(self.settings.models_dir)
 
     def installed_models(self) -> list[tuple[str, str]]:
         """(label, folder) of the models in the models folder."""
-        try:
-            from qwen_desktop.library.registry import Registry
-
-            return [
-                (m.display_name, str(m.folder))
-                for m in Registry(self.models_dir()).list_models()
-                if not m.broken
-            ]
-        except Exception:
-            return []
+        return [(m.display_name, str(m.folder)) for m in self._installed()]
 
     def apply_settings(self, new: Settings) -> None:
         """Save ``new`` and apply it now: theme, model, session (threads, context) — no restart."""

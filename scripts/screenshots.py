@@ -1,10 +1,12 @@
-"""Screenshots of the app for the README: light and dark mid-answer, the first-run page, an import in progress,
-Chinese, and the model picker open.
+"""Screenshots of the app for the README: light and dark mid-answer, search results, the first-run page,
+an import in progress, Chinese, and the model picker open.
 
 Runs the real window under Xvfb (started here when there is no display and ``Xvfb`` exists; install it with
 ``apt-get install -y xvfb fonts-wqy-microhei``), else on Qt's offscreen platform. Uses the real model when
 its GGUF is on disk (built once into ``~/.cache/qwen-desktop-screens/``, about a minute), else a tiny
-random model. Also prints the longest gap of a 10 ms timer while the answers stream.
+random model. Also prints the longest gap of a 10 ms timer while the answers stream. The earlier chats are
+asked of the same model; their last activity is then moved back (1, 4 and 9 days) and one is pinned, so the
+sidebar shows its groups.
 
     python3 scripts/screenshots.py [--out docs/screenshots] [--offscreen] [--only first-run|model-picker]
 
@@ -22,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -33,7 +36,14 @@ QUESTION = (
     "Write a short Python function that reverses a singly linked list, then give a small table of its "
     "time and space cost."
 )
-EARLIER = ["What is Rayleigh scattering?", "Give me three names for a grey cat"]
+EARLIER = [
+    "What is Rayleigh scattering?",
+    "How do I sort a list in Python?",
+    "Give me three names for a grey cat",
+]
+EARLIER_AGE_DAYS = (9, 4, 1)  # moved back after they are asked: Older, Previous 7 days, Yesterday
+PINNED = 0  # the EARLIER chat that is pinned
+SEARCH = "list"
 ZH_QUESTION = "用三句话解释什么是链表。"
 
 
@@ -149,8 +159,10 @@ def shoot(
     language: str = "en",
     earlier: list[str] | None = None,
     mid_tokens: int = 170,
+    search_out: Path | None = None,
 ) -> tuple[float, int, float]:
-    """Open a window on ``home``, ask ``question`` and grab it mid-answer. Returns timer-gap figures."""
+    """Open a window on ``home``, ask ``question`` and grab it mid-answer; with ``search_out``, then search
+    for `SEARCH`, open the first result and grab that. Returns timer-gap figures."""
     from PySide6.QtWidgets import QApplication
 
     from qwen_desktop.storage.settings import Settings, save_settings
@@ -184,6 +196,8 @@ def shoot(
         window.composer.setPlainText(text)
         window.send()
         wait(window.answer_finished)
+    if earlier:
+        age_chats(home, window, EARLIER_AGE_DAYS[-len(earlier) :])
     window.settings.max_tokens = 600
     window.new_conversation()
     meter = GapMeter()
@@ -204,11 +218,55 @@ def shoot(
         pause(50)
     result = results[0]
     meter.timer.stop()
+    if search_out is not None:
+        shoot_search(window, search_out)
     window.close()
     for translator in translators:
         QApplication.removeTranslator(translator)
     print(f"  gaps over 50 ms: {100 * meter.share_over(50):.1f}% of {len(meter.ticks)} ticks", flush=True)
     return meter.longest_ms(), tokens[0], result.stats.decode_tps if result.stats else 0.0  # type: ignore[attr-defined]
+
+
+def age_chats(home: Path, window: object, days: Sequence[float]) -> None:
+    """Move the chats' last activity back by ``days`` (oldest chat first) and pin `PINNED`."""
+    import sqlite3
+
+    store = window.store  # type: ignore[attr-defined]
+    chats = sorted(store.list_conversations(), key=lambda c: c.id)
+    conn = sqlite3.connect(home / "chats.sqlite3")
+    with conn:
+        for conv, back in zip(chats, days, strict=False):
+            conn.execute(
+                "UPDATE conversations SET updated_at = ? WHERE id = ?",
+                (conv.updated_at - back * 86400, conv.id),
+            )
+    conn.close()
+    if len(chats) > PINNED:
+        store.set_pinned(chats[PINNED].id, True)
+    window.refresh_conversations()  # type: ignore[attr-defined]
+
+
+def shoot_search(window: object, out: Path) -> None:
+    """Type `SEARCH` into the sidebar's search field (Ctrl+K), open the first result, grab the window."""
+    from PySide6.QtCore import Qt
+    from PySide6.QtTest import QTest
+
+    sidebar = window.sidebar  # type: ignore[attr-defined]
+    QTest.keyClick(window, Qt.Key.Key_K, Qt.KeyboardModifier.ControlModifier)  # type: ignore[arg-type]
+    QTest.keyClicks(sidebar.search, SEARCH)
+    pause(400)
+    results = sidebar.results_list
+    if results.count():
+        rect = results.visualItemRect(results.item(0))
+        QTest.mouseClick(
+            results.viewport(), Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier, rect.center()
+        )
+        QTest.mouseMove(
+            results.viewport(), results.visualItemRect(results.item(min(1, results.count() - 1))).center()
+        )
+    pause(400)
+    window.grab().save(str(out))  # type: ignore[attr-defined]
+    print(f"saved {out}", flush=True)
 
 
 def shoot_first_run(home: Path, out: Path) -> None:
@@ -371,8 +429,17 @@ def main() -> int:
             for theme in ("light", "dark"):
                 home = Path(tmp) / theme
                 home.mkdir()
+                search_out = args.out / "search.png" if theme == "light" else None
                 figures.append(
-                    shoot(home, folder, theme, args.out / f"chat-{theme}.png", QUESTION, earlier=EARLIER)
+                    shoot(
+                        home,
+                        folder,
+                        theme,
+                        args.out / f"chat-{theme}.png",
+                        QUESTION,
+                        earlier=EARLIER,
+                        search_out=search_out,
+                    )
                 )
             home = Path(tmp) / "zh"
             home.mkdir()

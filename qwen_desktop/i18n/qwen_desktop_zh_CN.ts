@@ -75,12 +75,12 @@
         <translation>对话标题</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="385"/>
+        <location filename="../ui/sidebar.py" line="389"/>
         <source>Chat actions</source>
         <translation>对话操作</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="386"/>
+        <location filename="../ui/sidebar.py" line="390"/>
         <source>Rename, pin, export or delete</source>
         <translation>重命名、置顶、导出或删除</translation>
     </message>
@@ -1779,232 +1779,238 @@ Loaded in %2 s, warmed up in %3 s</source>
         <translation>更早</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="510"/>
-        <location filename="../ui/sidebar.py" line="512"/>
+        <location filename="../ui/sidebar.py" line="529"/>
+        <location filename="../ui/sidebar.py" line="531"/>
         <source>New chat</source>
         <translation>新对话</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="513"/>
+        <location filename="../ui/sidebar.py" line="532"/>
         <source>Start a new chat (Ctrl+N)</source>
         <translation>开始新对话 (Ctrl+N)</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="519"/>
-        <location filename="../ui/sidebar.py" line="526"/>
-        <location filename="../ui/sidebar.py" line="584"/>
+        <location filename="../ui/sidebar.py" line="538"/>
+        <location filename="../ui/sidebar.py" line="545"/>
+        <location filename="../ui/sidebar.py" line="612"/>
         <source>Search chats</source>
         <translation>搜索对话</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="520"/>
-        <location filename="../ui/sidebar.py" line="523"/>
+        <location filename="../ui/sidebar.py" line="539"/>
+        <location filename="../ui/sidebar.py" line="542"/>
         <source>Search chats (Ctrl+K)</source>
         <translation>搜索对话 (Ctrl+K)</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="528"/>
+        <location filename="../ui/sidebar.py" line="547"/>
         <source>Clear the search</source>
         <translation>清除搜索</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="540"/>
+        <location filename="../ui/sidebar.py" line="559"/>
+        <location filename="../ui/sidebar.py" line="578"/>
         <source>Chats</source>
         <translation>对话</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="542"/>
+        <location filename="../ui/sidebar.py" line="561"/>
         <source>Search results</source>
         <translation>搜索结果</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="550"/>
+        <location filename="../ui/sidebar.py" line="571"/>
         <source>Search result</source>
         <translation>搜索结果</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="562"/>
+        <location filename="../ui/sidebar.py" line="577"/>
+        <source>No chats yet. What you ask starts one, and it shows here.</source>
+        <translation>还没有对话。你的第一个问题会开始一个对话，并显示在这里。</translation>
+    </message>
+    <message>
+        <location filename="../ui/sidebar.py" line="590"/>
         <source>Models</source>
         <translation>模型</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="562"/>
+        <location filename="../ui/sidebar.py" line="590"/>
         <source>Models: download, import, choose</source>
         <translation>模型：下载、导入、选择</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="564"/>
+        <location filename="../ui/sidebar.py" line="592"/>
         <source>Settings</source>
         <translation>设置</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="564"/>
+        <location filename="../ui/sidebar.py" line="592"/>
         <source>Settings (Ctrl+,)</source>
         <translation>设置 (Ctrl+,)</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="567"/>
-        <location filename="../ui/sidebar.py" line="570"/>
+        <location filename="../ui/sidebar.py" line="595"/>
+        <location filename="../ui/sidebar.py" line="598"/>
         <source>Import and export chats</source>
         <translation>导入和导出对话</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="571"/>
+        <location filename="../ui/sidebar.py" line="599"/>
         <source>Export all chats…</source>
         <translation>导出全部对话…</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="573"/>
+        <location filename="../ui/sidebar.py" line="601"/>
         <source>Import chats…</source>
         <translation>导入对话…</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="741"/>
+        <location filename="../ui/sidebar.py" line="776"/>
         <source>The chats cannot be searched: %1</source>
         <translation>无法搜索对话：%1</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="769"/>
+        <location filename="../ui/sidebar.py" line="804"/>
         <source>No chat contains “%1”.</source>
         <translation>没有对话包含“%1”。</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="804"/>
+        <location filename="../ui/sidebar.py" line="843"/>
         <source>Chat actions</source>
         <translation>对话操作</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="805"/>
+        <location filename="../ui/sidebar.py" line="844"/>
         <source>Rename</source>
         <translation>重命名</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="806"/>
+        <location filename="../ui/sidebar.py" line="845"/>
         <source>Unpin</source>
         <translation>取消置顶</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="806"/>
+        <location filename="../ui/sidebar.py" line="845"/>
         <source>Pin</source>
         <translation>置顶</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="807"/>
+        <location filename="../ui/sidebar.py" line="846"/>
         <source>Export…</source>
         <translation>导出…</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="809"/>
+        <location filename="../ui/sidebar.py" line="848"/>
         <source>Delete…</source>
         <translation>删除…</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="848"/>
+        <location filename="../ui/sidebar.py" line="895"/>
         <source>The chat could not be changed</source>
         <translation>无法修改对话</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="864"/>
+        <location filename="../ui/sidebar.py" line="911"/>
         <source>Delete conversation</source>
         <translation>删除对话</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="865"/>
+        <location filename="../ui/sidebar.py" line="912"/>
         <source>Delete “%1” and all its messages? This cannot be undone.</source>
         <translation>删除“%1”及其全部消息？此操作无法撤销。</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="872"/>
+        <location filename="../ui/sidebar.py" line="919"/>
         <source>Delete</source>
         <translation>删除</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="873"/>
+        <location filename="../ui/sidebar.py" line="920"/>
         <source>Delete the conversation</source>
         <translation>删除该对话</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="883"/>
+        <location filename="../ui/sidebar.py" line="930"/>
         <source>The chat could not be deleted</source>
         <translation>无法删除对话</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="902"/>
+        <location filename="../ui/sidebar.py" line="949"/>
         <source>Markdown (*.md)</source>
         <translation>Markdown (*.md)</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="903"/>
+        <location filename="../ui/sidebar.py" line="950"/>
         <source>JSON, every version (*.json)</source>
         <translation>JSON，包含所有版本 (*.json)</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="906"/>
+        <location filename="../ui/sidebar.py" line="953"/>
         <source>Export chat</source>
         <translation>导出对话</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="922"/>
+        <location filename="../ui/sidebar.py" line="969"/>
         <source>The chat was not exported</source>
         <translation>对话未导出</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="927"/>
+        <location filename="../ui/sidebar.py" line="974"/>
         <source>Exported “%1” to %2</source>
         <translation>已将“%1”导出到 %2</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="936"/>
+        <location filename="../ui/sidebar.py" line="983"/>
         <source>Export all chats</source>
         <translation>导出全部对话</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="936"/>
+        <location filename="../ui/sidebar.py" line="983"/>
         <source>Chat export (*.json)</source>
         <translation>对话导出文件 (*.json)</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="946"/>
+        <location filename="../ui/sidebar.py" line="993"/>
         <source>The chats were not exported</source>
         <translation>对话未导出</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="949"/>
+        <location filename="../ui/sidebar.py" line="996"/>
         <source>Exported %1 chats to %2</source>
         <translation>已将 %1 个对话导出到 %2</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="953"/>
+        <location filename="../ui/sidebar.py" line="1000"/>
         <source>Some chats were left out</source>
         <translation>部分对话未导出</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="954"/>
+        <location filename="../ui/sidebar.py" line="1001"/>
         <source>These chats are damaged and were not exported: %1</source>
         <translation>以下对话已损坏，未导出：%1</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="965"/>
+        <location filename="../ui/sidebar.py" line="1012"/>
         <source>Import chats</source>
         <translation>导入对话</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="967"/>
+        <location filename="../ui/sidebar.py" line="1014"/>
         <source>Chat export (*.json);;All files (*)</source>
         <translation>对话导出文件 (*.json);;所有文件 (*)</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="975"/>
+        <location filename="../ui/sidebar.py" line="1022"/>
         <source>Nothing was imported</source>
         <translation>未导入任何内容</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="978"/>
+        <location filename="../ui/sidebar.py" line="1025"/>
         <source>Imported %1 chats</source>
         <translation>已导入 %1 个对话</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="980"/>
+        <location filename="../ui/sidebar.py" line="1027"/>
         <source> (%1 were here already)</source>
         <translation>（%1 个已存在）</translation>
     </message>

@@ -233,7 +233,7 @@ class ChatDelegate(QStyledItemDelegate):
             return QSize(1, small.height() + (6 if index.row() == 0 else 16))
         if kind == "hit":
             small = QFontMetrics(self._small(option))
-            return QSize(1, fm.height() + 2 * small.lineSpacing() + 18)
+            return QSize(1, fm.height() + 2 * small.lineSpacing() + 22)
         # width 1: the row takes the list's width and the title elides; nothing is ever wider than the list
         return QSize(1, fm.height() + 16)
 
@@ -259,7 +259,7 @@ class ChatDelegate(QStyledItemDelegate):
             return
         row = rect.adjusted(4, 1, -4, -1)
         selected = bool(option.state & QStyle.StateFlag.State_Selected)
-        hovered = index.row() == self.view.hovered_row()
+        hovered = index.row() in (self.view.hovered_row(), self.view.menu_row)
         if selected:
             painter.setPen(Qt.PenStyle.NoPen)
             painter.setBrush(self.view.selected_colour)
@@ -358,10 +358,14 @@ class ChatList(QListWidget):
         menu_requested(object, QPoint): the actions menu for this item is wanted at this global position
             (right-click, the context-menu key, the "⋯" button).
         delete_pressed(object): Delete was pressed on this item.
+        escaped(): Esc was pressed (only with ``escape_returns``).
     """
 
     menu_requested = Signal(object, QPoint)
     delete_pressed = Signal(object)
+    escaped = Signal()
+    escape_returns = False  # True for the search results: Esc goes back to the chat list (set per list)
+    menu_row = -1  # the row whose actions menu is open: it stays highlighted meanwhile
 
     def __init__(self, name: str, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -459,8 +463,23 @@ class ChatList(QListWidget):
         if item is not None and item.data(KIND_ROLE) != "header":
             emit(self.menu_requested, item, where)
 
+    def event(self, event: QEvent) -> bool:
+        if (
+            self.escape_returns
+            and event.type() == QEvent.Type.ShortcutOverride
+            and isinstance(event, QKeyEvent)
+            and event.key() == Qt.Key.Key_Escape
+            and self.state() != QAbstractItemView.State.EditingState
+        ):
+            event.accept()  # Esc in the search results leaves the search (before the window's "stop")
+            return True
+        return super().event(event)
+
     def keyPressEvent(self, event: QKeyEvent) -> None:  # noqa: N802 - Qt's name
         item = self.currentItem()
+        if event.key() == Qt.Key.Key_Escape and self.escape_returns:
+            emit(self.escaped)
+            return
         if event.key() == Qt.Key.Key_Delete and item is not None and item.data(KIND_ROLE) != "header":
             emit(self.delete_pressed, item)
             return
@@ -542,6 +561,8 @@ class Sidebar(QWidget):
         self.results_list = ChatList(self.tr("Search results"))
         self.results_list.itemClicked.connect(self._open_result)
         self.results_list.itemActivated.connect(self._open_result)
+        self.results_list.escape_returns = True
+        self.results_list.escaped.connect(self._leave_search)
         for view in (self.chat_list, self.results_list):
             view.menu_requested.connect(self.show_menu)
             view.delete_pressed.connect(lambda item: self.delete(int(item.data(ID_ROLE))))
@@ -553,7 +574,14 @@ class Sidebar(QWidget):
         self.no_results.setContentsMargins(8, 16, 8, 8)
         self.no_results.setTextFormat(Qt.TextFormat.PlainText)
         self.stack = QStackedWidget()
-        for page in (self.chat_list, self.results_list, self.no_results):
+        self.no_chats = QLabel(self.tr("No chats yet. What you ask starts one, and it shows here."))
+        self.no_chats.setAccessibleName(self.tr("Chats"))
+        self.no_chats.setWordWrap(True)
+        self.no_chats.setAlignment(Qt.AlignmentFlag.AlignHCenter | Qt.AlignmentFlag.AlignTop)
+        self.no_chats.setContentsMargins(8, 16, 8, 8)
+        self.no_chats.setObjectName("sidebarNote")
+        self.no_results.setObjectName("sidebarNote")
+        for page in (self.chat_list, self.no_chats, self.results_list, self.no_results):
             self.stack.addWidget(page)
         layout.addWidget(self.stack, 1)
 
@@ -632,6 +660,7 @@ class Sidebar(QWidget):
                 background: {base.name()}; }}
             QLineEdit#chatSearch:focus {{ border-color: {highlight}; }}
             QListWidget {{ background: transparent; border: none; outline: none; }}
+            QLabel#sidebarNote {{ color: {palette.color(QPalette.ColorRole.PlaceholderText).name()}; }}
             QToolButton {{ border: none; border-radius: 6px; padding: 2px; }}
             QToolButton:hover {{ background: {hover}; }}
             QToolButton:focus {{ border: 1px solid {highlight}; }}
@@ -678,6 +707,8 @@ class Sidebar(QWidget):
         view._place_button()
         if self.search.text().strip():
             self.run_search()
+        else:
+            self._show_chats()
 
     def _chat_item(self, conv: Conversation | SearchHit, kind: str) -> QListWidgetItem:
         item = QListWidgetItem(reveal_bidi(conv.title))
@@ -722,10 +753,14 @@ class Sidebar(QWidget):
             self._search_timer.start()
         else:
             self._search_timer.stop()
-            self.stack.setCurrentWidget(self.chat_list)
+            self._show_chats()
+
+    def _leave_search(self) -> None:
+        self.search.clear()
+        self._on_search_escaped()
 
     def _on_search_escaped(self) -> None:
-        self.stack.setCurrentWidget(self.chat_list)
+        self._show_chats()
         self.chat_list.setFocus()
 
     def run_search(self) -> None:
@@ -733,7 +768,7 @@ class Sidebar(QWidget):
         self._search_timer.stop()
         query = self.search.text().strip()
         if not query:
-            self.stack.setCurrentWidget(self.chat_list)
+            self._show_chats()
             return
         try:
             hits = self.store.search(query, limit=SEARCH_LIMIT)
@@ -771,7 +806,11 @@ class Sidebar(QWidget):
 
     def searching(self) -> bool:
         """Whether the search results (or "no chat contains …") are on show."""
-        return self.stack.currentWidget() is not self.chat_list
+        return self.stack.currentWidget() in (self.results_list, self.no_results)
+
+    def _show_chats(self) -> None:
+        """The chat list, or a line saying there is none yet."""
+        self.stack.setCurrentWidget(self.chat_list if self.chat_list.count() else self.no_chats)
 
     def _focus_results(self) -> None:
         if self.stack.currentWidget() is self.results_list and self.results_list.count():
@@ -809,7 +848,15 @@ class Sidebar(QWidget):
         delete = menu.addAction(self._menu_icons["delete"], self.tr("Delete…"))
         delete.setEnabled(conversation_id != self.busy_id)
         view = item.listWidget()
-        chosen = menu.exec(where)
+        if isinstance(view, ChatList):
+            view.menu_row = view.row(item)
+            view.viewport().update()
+        try:
+            chosen = menu.exec(where)
+        finally:
+            if isinstance(view, ChatList):
+                view.menu_row = -1
+                view.viewport().update()
         if chosen is rename:
             self.rename(conversation_id, view)
         elif chosen is pin:

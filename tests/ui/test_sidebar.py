@@ -187,10 +187,12 @@ def test_a_new_chat_is_stored_with_its_first_message(ready_window, qtbot):
     qtbot.mouseClick(window.sidebar.new_button, Qt.MouseButton.LeftButton)
     qtbot.mouseClick(window.sidebar.new_button, Qt.MouseButton.LeftButton)
     assert window.store.list_conversations() == [] and window.sidebar.titles() == []
+    assert window.sidebar.no_chats.isVisible() and "No chats yet" in window.sidebar.no_chats.text()
     window.composer.setPlainText("First words")
     with qtbot.waitSignal(window.answer_finished, timeout=60000):
         qtbot.keyClick(window.composer, Qt.Key.Key_Return)
     assert window.sidebar.titles() == ["First words"]
+    assert window.sidebar.chat_list.isVisible()
     qtbot.keyClick(window, Qt.Key.Key_N, Qt.KeyboardModifier.ControlModifier)
     assert window.conversation_id is None and window.chat_view.views == []
     assert len(window.store.list_conversations()) == 1
@@ -251,6 +253,11 @@ def test_search_with_no_match_says_so_and_enter_opens_the_first_hit(window_with_
     qtbot.keyClicks(sidebar.search, "beta")
     qtbot.keyClick(sidebar.search, Qt.Key.Key_Return)
     assert window.conversation_id == ids[0]
+    # Down walks into the results, Esc there leaves the search as well
+    qtbot.keyClick(sidebar.search, Qt.Key.Key_Down)
+    assert sidebar.results_list.hasFocus() and sidebar.results_list.currentRow() == 0
+    qtbot.keyClick(sidebar.results_list, Qt.Key.Key_Escape)
+    assert sidebar.search.text() == "" and sidebar.chat_list.isVisible()
 
 
 # ----------------------------------------------------------------- a chat's actions

@@ -327,7 +327,7 @@ def shoot_import(home: Path, gguf: Path, out: Path) -> None:
     dialog = window.start_install(gguf)
     pause(200)  # the dialog is placed over the window
     while True:
-        (state,) = wait(dialog.progress_changed, timeout=120)
+        state = wait(dialog.progress_changed, timeout=120)[-1]  # it may fire more than once per wait
         if state.remaining is not None and state.fraction >= 0.35:  # type: ignore[attr-defined]
             break
     pause(50)
@@ -360,10 +360,16 @@ def shoot_model_picker(home: Path, folder: Path, out: Path) -> None:
     window = MainWindow()
     window.resize(1180, 760)
     window.show()
-    wait(window.model_ready)
+    for _ in range(1200):  # polled, not waited on: a signal that came before the wait began is not missed
+        if window.model_info is not None or window.load_error is not None:
+            break
+        pause(100)
+    if window.model_info is None:
+        raise RuntimeError(f"the model did not load: {window.load_error}")
     window.composer.setPlainText("What is a linked list? One sentence.")
     window.send()
-    wait(window.answer_finished)
+    while window.bridge.busy:
+        pause(100)
     window.header.model_combo.showPopup()
     pause(400)
     # the list is a window of its own: grab the screen where the window is

@@ -88,7 +88,7 @@
 <context>
     <name>ChatView</name>
     <message>
-        <location filename="../ui/chat_view.py" line="298"/>
+        <location filename="../ui/chat_view.py" line="353"/>
         <source>Conversation</source>
         <translation>对话</translation>
     </message>
@@ -693,14 +693,14 @@
         <translation>Qwen 桌面版</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="312"/>
-        <location filename="../ui/main_window.py" line="569"/>
-        <location filename="../ui/main_window.py" line="708"/>
+        <location filename="../ui/main_window.py" line="316"/>
+        <location filename="../ui/main_window.py" line="573"/>
+        <location filename="../ui/main_window.py" line="712"/>
         <source>New chat</source>
         <translation>新对话</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="315"/>
+        <location filename="../ui/main_window.py" line="319"/>
         <source>Settings</source>
         <translation>设置</translation>
     </message>
@@ -740,105 +740,105 @@
         <translation>上下文警告</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="314"/>
+        <location filename="../ui/main_window.py" line="318"/>
         <source>Stop</source>
         <translation>停止</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="249"/>
+        <location filename="../ui/main_window.py" line="246"/>
         <source>Starting…</source>
         <translation>正在启动…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="250"/>
+        <location filename="../ui/main_window.py" line="247"/>
         <source>Status</source>
         <translation>状态</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="255"/>
+        <location filename="../ui/main_window.py" line="252"/>
         <source>Answer speed</source>
         <translation>回答速度</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="258"/>
+        <location filename="../ui/main_window.py" line="255"/>
         <source>Local server</source>
         <translation>本地服务器</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="262"/>
+        <location filename="../ui/main_window.py" line="259"/>
         <source>Context used</source>
         <translation>已用上下文</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="265"/>
-        <location filename="../ui/main_window.py" line="873"/>
+        <location filename="../ui/main_window.py" line="262"/>
+        <location filename="../ui/main_window.py" line="877"/>
         <source>context: –</source>
         <translation>上下文：–</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="423"/>
+        <location filename="../ui/main_window.py" line="427"/>
         <source>Ready · %1 · %2</source>
         <translation>就绪 · %1 · %2</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="428"/>
+        <location filename="../ui/main_window.py" line="432"/>
         <source>%1
 Loaded in %2 s, warmed up in %3 s</source>
         <translation>%1
 加载用时 %2 秒，预热用时 %3 秒</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="453"/>
+        <location filename="../ui/main_window.py" line="457"/>
         <source>1 thread</source>
         <translation>1 个线程</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="453"/>
+        <location filename="../ui/main_window.py" line="457"/>
         <source>%1 threads</source>
         <translation>%1 个线程</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="515"/>
+        <location filename="../ui/main_window.py" line="519"/>
         <source>Switching to %1…</source>
         <translation>正在切换到 %1…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="930"/>
+        <location filename="../ui/main_window.py" line="934"/>
         <source>System prompt: %1 · history and message: %2 · kept for the reply: %3</source>
         <translation>系统提示：%1 · 历史与消息：%2 · 为回答保留：%3</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="1041"/>
+        <location filename="../ui/main_window.py" line="1045"/>
         <source>%1 is installed; the app switches to it when this answer is done.</source>
         <translation>%1 已安装；此回答完成后应用会切换到它。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="1061"/>
+        <location filename="../ui/main_window.py" line="1065"/>
         <source>Now using %1, the model just installed.</source>
         <translation>现在使用刚安装的模型 %1。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="1163"/>
+        <location filename="../ui/main_window.py" line="1170"/>
         <source>The local server could not start on port %1: %2</source>
         <translation>本地服务器无法在端口 %1 上启动：%2</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="1177"/>
+        <location filename="../ui/main_window.py" line="1184"/>
         <source>API %1</source>
         <translation>API %1</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="1179"/>
+        <location filename="../ui/main_window.py" line="1186"/>
         <source>API request running… (%1)</source>
         <translation>API 请求进行中…（%1）</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="1182"/>
+        <location filename="../ui/main_window.py" line="1189"/>
         <source>Apps on this computer can use the model at %1/v1 (OpenAI-compatible).</source>
         <translation>本机上的应用可以通过 %1/v1 使用此模型（兼容 OpenAI）。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="1191"/>
+        <location filename="../ui/main_window.py" line="1198"/>
         <source>Waiting for an API request to finish…</source>
         <translation>正在等待 API 请求完成…</translation>
     </message>
@@ -848,128 +848,128 @@ Loaded in %2 s, warmed up in %3 s</source>
         <translation>本次无法保存对话：%1</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="313"/>
+        <location filename="../ui/main_window.py" line="317"/>
         <source>Focus the message box</source>
         <translation>转到输入框</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="316"/>
+        <location filename="../ui/main_window.py" line="320"/>
         <source>Copy the last answer</source>
         <translation>复制最后一条回答</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="373"/>
+        <location filename="../ui/main_window.py" line="377"/>
         <source>No model yet</source>
         <translation>尚无模型</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="385"/>
-        <location filename="../ui/main_window.py" line="394"/>
+        <location filename="../ui/main_window.py" line="389"/>
+        <location filename="../ui/main_window.py" line="398"/>
         <source>Loading model…</source>
         <translation>正在加载模型…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="393"/>
+        <location filename="../ui/main_window.py" line="397"/>
         <source>Reading model folder…</source>
         <translation>正在读取模型文件夹…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="395"/>
+        <location filename="../ui/main_window.py" line="399"/>
         <source>Warming up…</source>
         <translation>正在预热…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="413"/>
+        <location filename="../ui/main_window.py" line="417"/>
         <source>Now using %1.</source>
         <translation>现在使用 %1。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="439"/>
+        <location filename="../ui/main_window.py" line="443"/>
         <source>The model could not be loaded: %1</source>
         <translation>无法加载模型：%1</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="440"/>
+        <location filename="../ui/main_window.py" line="444"/>
         <source>No model loaded</source>
         <translation>未加载模型</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="476"/>
+        <location filename="../ui/main_window.py" line="480"/>
         <source>Measuring the best thread count…</source>
         <translation>正在测量最佳线程数…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="486"/>
+        <location filename="../ui/main_window.py" line="490"/>
         <source>Measuring the best thread count… %1/%2</source>
         <translation>正在测量最佳线程数… %1/%2</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="737"/>
+        <location filename="../ui/main_window.py" line="741"/>
         <source>waiting for the first token…</source>
         <translation>等待第一个词元…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="755"/>
+        <location filename="../ui/main_window.py" line="759"/>
         <source>first token %1 s</source>
         <translation>首个词元 %1 秒</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="769"/>
+        <location filename="../ui/main_window.py" line="773"/>
         <source>first token %1 s · %2 tokens/s</source>
         <translation>首个词元 %1 秒 · %2 词元/秒</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="783"/>
+        <location filename="../ui/main_window.py" line="787"/>
         <source>first token %1 s · %2 tokens/s · %3 tokens</source>
         <translation>首个词元 %1 秒 · %2 词元/秒 · %3 个词元</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="798"/>
+        <location filename="../ui/main_window.py" line="802"/>
         <source>The answer failed: %1</source>
         <translation>回答失败：%1</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="821"/>
+        <location filename="../ui/main_window.py" line="825"/>
         <source>This chat was changed outside this window while the answer was written: the answer or its chat no longer exists, so the answer was not kept.</source>
         <translation>回答写入期间，此对话在本窗口之外被更改：回答或其对话已不存在，因此未保留该回答。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="843"/>
+        <location filename="../ui/main_window.py" line="847"/>
         <source>Editing an earlier message. Sending starts a new version of the conversation from here; the old version is kept (use ‹ › on the message to switch). Esc cancels.</source>
         <translation>正在编辑之前的消息。发送后将从这里开始对话的新版本；旧版本会保留（用消息上的 ‹ › 切换）。按 Esc 取消。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="860"/>
+        <location filename="../ui/main_window.py" line="864"/>
         <source>Answer copied</source>
         <translation>已复制回答</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="927"/>
+        <location filename="../ui/main_window.py" line="931"/>
         <source>%1 / %2 tokens</source>
         <translation>%1 / %2 词元</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="938"/>
+        <location filename="../ui/main_window.py" line="942"/>
         <source>Sending this pushes the %1 oldest message(s) out of the context: the model will not see them.</source>
         <translation>发送后，最早的 %1 条消息将被移出上下文，模型将看不到它们。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="941"/>
+        <location filename="../ui/main_window.py" line="945"/>
         <source>A message is too long for the context and will be shortened in the middle.</source>
         <translation>有一条消息超出上下文长度，将从中间截短。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="1075"/>
+        <location filename="../ui/main_window.py" line="1079"/>
         <source>Switching to %1 when this answer is done.</source>
         <translation>这个回答结束后切换到 %1。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="1087"/>
+        <location filename="../ui/main_window.py" line="1091"/>
         <source>Loading %1… — your chat stays</source>
         <translation>正在加载 %1… — 对话会保留</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="1133"/>
+        <location filename="../ui/main_window.py" line="1140"/>
         <source>Applying settings…</source>
         <translation>正在应用设置…</translation>
     </message>
@@ -977,102 +977,127 @@ Loaded in %2 s, warmed up in %3 s</source>
 <context>
     <name>MessageView</name>
     <message>
-        <location filename="../ui/chat_view.py" line="174"/>
+        <location filename="../ui/chat_view.py" line="181"/>
         <source>You</source>
         <translation>你</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view.py" line="174"/>
+        <location filename="../ui/chat_view.py" line="181"/>
         <source>Assistant</source>
         <translation>助手</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view.py" line="176"/>
+        <location filename="../ui/chat_view.py" line="183"/>
         <source>Author</source>
         <translation>作者</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view.py" line="180"/>
+        <location filename="../ui/chat_view.py" line="188"/>
         <source>Previous version</source>
         <translation>上一个版本</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view.py" line="184"/>
+        <location filename="../ui/chat_view.py" line="192"/>
         <source>Version</source>
         <translation>版本</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view.py" line="185"/>
+        <location filename="../ui/chat_view.py" line="193"/>
         <source>Next version</source>
         <translation>下一个版本</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view.py" line="193"/>
+        <location filename="../ui/chat_view.py" line="201"/>
         <source>Message status</source>
         <translation>消息状态</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view.py" line="195"/>
+        <location filename="../ui/chat_view.py" line="203"/>
         <source>Copy</source>
         <translation>复制</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view.py" line="195"/>
+        <location filename="../ui/chat_view.py" line="203"/>
         <source>Copy message</source>
         <translation>复制消息</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view.py" line="201"/>
+        <location filename="../ui/chat_view.py" line="209"/>
         <source>Edit</source>
         <translation>编辑</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view.py" line="201"/>
+        <location filename="../ui/chat_view.py" line="209"/>
         <source>Edit and resend</source>
         <translation>编辑并重新发送</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view.py" line="206"/>
+        <location filename="../ui/chat_view.py" line="214"/>
         <source>Retry</source>
         <translation>重试</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view.py" line="206"/>
+        <location filename="../ui/chat_view.py" line="214"/>
         <source>Regenerate</source>
         <translation>重新生成</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view.py" line="212"/>
+        <location filename="../ui/chat_view.py" line="220"/>
         <source>Message text</source>
         <translation>消息内容</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view.py" line="231"/>
+        <location filename="../ui/chat_view.py" line="228"/>
+        <source>Answer figures</source>
+        <translation>回答的数据</translation>
+    </message>
+    <message>
+        <location filename="../ui/chat_view.py" line="242"/>
+        <source>%1 s to first word · %2 tokens/s</source>
+        <translation>首词 %1 秒 · 每秒 %2 个词元</translation>
+    </message>
+    <message>
+        <location filename="../ui/chat_view.py" line="250"/>
+        <source>Model: %1</source>
+        <translation>模型：%1</translation>
+    </message>
+    <message>
+        <location filename="../ui/chat_view.py" line="252"/>
+        <source>Prompt: %1 tokens (%2 already read), read at %3 tokens/s</source>
+        <translation>提示：%1 个词元（%2 个已预先读取），读取速度每秒 %3 个词元</translation>
+    </message>
+    <message>
+        <location filename="../ui/chat_view.py" line="258"/>
+        <source>Answer: %1 tokens at %2 tokens/s, %3 s in all</source>
+        <translation>回答：%1 个词元，每秒 %2 个，共 %3 秒</translation>
+    </message>
+    <message>
+        <location filename="../ui/chat_view.py" line="286"/>
         <source>writing…</source>
         <translation>正在生成…</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view.py" line="232"/>
+        <location filename="../ui/chat_view.py" line="287"/>
         <source>stopped</source>
         <translation>已停止</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view.py" line="233"/>
+        <location filename="../ui/chat_view.py" line="288"/>
         <source>interrupted (the app closed while writing)</source>
         <translation>已中断（生成时应用被关闭）</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view.py" line="234"/>
+        <location filename="../ui/chat_view.py" line="289"/>
         <source>failed</source>
         <translation>失败</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view.py" line="251"/>
+        <location filename="../ui/chat_view.py" line="306"/>
         <source>Copy code</source>
         <translation>复制代码</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view.py" line="253"/>
+        <location filename="../ui/chat_view.py" line="308"/>
         <source>Shown as plain text: {reason}.</source>
         <translation>以纯文本显示：{reason}。</translation>
     </message>
@@ -2018,12 +2043,12 @@ Loaded in %2 s, warmed up in %3 s</source>
 <context>
     <name>parent</name>
     <message>
-        <location filename="../ui/chat_view.py" line="56"/>
+        <location filename="../ui/chat_view.py" line="58"/>
         <source>Open link</source>
         <translation>打开链接</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view.py" line="57"/>
+        <location filename="../ui/chat_view.py" line="59"/>
         <source>Open this address outside the app?</source>
         <translation>在应用之外打开此地址？</translation>
     </message>

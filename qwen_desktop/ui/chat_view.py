@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from PySide6.QtCore import QEvent, Qt, QTimer, QUrl, Signal
-from PySide6.QtGui import QDesktopServices, QGuiApplication, QTextDocument
+from PySide6.QtCore import QEvent, QPoint, Qt, QTimer, QUrl, Signal
+from PySide6.QtGui import QDesktopServices, QFontInfo, QGuiApplication, QResizeEvent, QTextDocument
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
@@ -29,6 +29,8 @@ from qwen_desktop.ui.throttle import Throttle
 from qwen_desktop.worker import emit
 
 RENDER_INTERVAL_MS = 33  # ~30 renders a second while an answer streams
+COLUMN_EM = 46  # the reading column's widest, in em
+BUBBLE_SHARE = 0.8  # your messages take at most this share of the column
 OPEN_SCHEMES = ("http", "https", "mailto")
 
 
@@ -126,6 +128,11 @@ class MessageBody(QTextBrowser):
         self._fit_height()
 
 
+def _number(value: object) -> float:
+    """A saved figure as a number (0 when missing or not a number: stats come from the database)."""
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
+
+
 @dataclass(frozen=True)
 class Branch:
     """Where a message sits among its siblings: ``index`` of ``count`` (1-based), and its neighbours."""
@@ -174,6 +181,7 @@ class MessageView(QFrame):
         who = self.tr("You") if message.role == "user" else self.tr("Assistant")
         self.who = QLabel(f"<b>{who}</b>")
         self.who.setAccessibleName(self.tr("Author"))
+        self.who.setIndent(4)  # in line with the text (the text view's document margin)
         header.addWidget(self.who)
         self.branch_label: QLabel | None = None
         if branch is not None and branch.count > 1:
@@ -212,10 +220,57 @@ class MessageView(QFrame):
         self.body.setAccessibleName(self.tr("Message text"))
         self.body.copy_code.connect(self._copy_code)
         outer.addWidget(self.body)
+        self.footer: QLabel | None = None
+        if message.role == "assistant" and message.stats and "ttft" in message.stats:
+            self.footer = QLabel(self._figures(message.stats))
+            self.footer.setObjectName("answerFooter")
+            self.footer.setIndent(4)
+            self.footer.setAccessibleName(self.tr("Answer figures"))
+            self.footer.setToolTip(self._figure_details(message.stats))
+            outer.addWidget(self.footer)
+        if message.role == "user":
+            self.who.hide()  # the bubble on the right says who wrote it; the label stays for screen readers
+            self.setAccessibleName(who)
         self._throttle = Throttle(self.refresh, RENDER_INTERVAL_MS, self, adaptive=True)
         self.render_count = 0
         self.set_status(message.status)
         self.refresh()
+
+    def _figures(self, stats: dict[str, object]) -> str:
+        """The quiet line under an answer: "0.04 s to first word · 61.2 tokens/s"."""
+        return (
+            self.tr("%1 s to first word · %2 tokens/s")
+            .replace("%1", f"{_number(stats.get('ttft')):.2f}")
+            .replace("%2", f"{_number(stats.get('decode_tps')):.1f}")
+        )
+
+    def _figure_details(self, stats: dict[str, object]) -> str:
+        lines = []
+        if isinstance(stats.get("model"), str) and stats["model"]:
+            lines.append(self.tr("Model: %1").replace("%1", reveal_bidi(str(stats["model"]))))
+        lines.append(
+            self.tr("Prompt: %1 tokens (%2 already read), read at %3 tokens/s")
+            .replace("%1", str(int(_number(stats.get("prompt_tokens")))))
+            .replace("%2", str(int(_number(stats.get("reused_tokens")))))
+            .replace("%3", f"{_number(stats.get('prefill_tps')):.0f}")
+        )
+        lines.append(
+            self.tr("Answer: %1 tokens at %2 tokens/s, %3 s in all")
+            .replace("%1", str(int(_number(stats.get("generated_tokens")))))
+            .replace("%2", f"{_number(stats.get('decode_tps')):.1f}")
+            .replace("%3", f"{_number(stats.get('total')):.2f}")
+        )
+        return "\n".join(lines)
+
+    def fit_bubble(self, max_width: int) -> None:
+        """Your message as a bubble: as wide as its text, at most ``max_width``."""
+        doc = self.body.document().clone(self)
+        doc.setTextWidth(-1)
+        margins = self.layout().contentsMargins()
+        text = int(doc.idealWidth()) + margins.left() + margins.right() + 12
+        doc.deleteLater()
+        buttons = self.layout().itemAt(0).layout().minimumSize().width() + margins.left() + margins.right()
+        self.setFixedWidth(max(min(max_width, max(text, buttons)), min(max_width, 120)))
 
     def _tool(self, text: str, name: str) -> QToolButton:
         button = QToolButton(self)
@@ -296,13 +351,21 @@ class ChatView(QScrollArea):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setAccessibleName(self.tr("Conversation"))
+        self.setFrameShape(QFrame.Shape.NoFrame)
         self.setWidgetResizable(True)
         self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.colors = LIGHT
+        # A reading column of at most COLUMN_EM em, centred: lines stay short enough to read on a wide window.
         self._inner = QWidget()
-        self._layout = QVBoxLayout(self._inner)
-        self._layout.setContentsMargins(12, 12, 12, 12)
-        self._layout.setSpacing(8)
+        self._inner.setObjectName("conversationPage")
+        centre = QHBoxLayout(self._inner)
+        centre.setContentsMargins(16, 16, 16, 16)
+        self.column = QWidget()
+        self.column.setObjectName("conversationColumn")
+        centre.addWidget(self.column, 0, Qt.AlignmentFlag.AlignHCenter)
+        self._layout = QVBoxLayout(self.column)
+        self._layout.setContentsMargins(0, 0, 0, 0)
+        self._layout.setSpacing(16)
         self._layout.addStretch(1)
         self.setWidget(self._inner)
         self.views: list[MessageView] = []
@@ -332,7 +395,7 @@ class ChatView(QScrollArea):
             branch = branches.get(message.id)
             view = old.pop(key_of(message, branch, message.id in regenerable), None)
             if view is None:
-                view = MessageView(message, branch, self.colors, message.id in regenerable, self._inner)
+                view = MessageView(message, branch, self.colors, message.id in regenerable, self.column)
                 view.edit_requested.connect(self.edit_requested)
                 view.regenerate_requested.connect(self.regenerate_requested)
                 view.branch_requested.connect(self.branch_requested)
@@ -341,11 +404,32 @@ class ChatView(QScrollArea):
             self._layout.removeWidget(view)
             view.deleteLater()
         for index, view in enumerate(views):
-            self._layout.insertWidget(index, view)
+            # your messages are bubbles on the right, answers take the column's width
+            if view.message.role == "user":
+                self._layout.insertWidget(index, view, 0, Qt.AlignmentFlag.AlignRight)
+            else:
+                self._layout.insertWidget(index, view)
         self.views = views
+        self._fit_column()
         self._follow = True
         self._target = None
         QTimer.singleShot(0, self.scroll_to_end)
+
+    def column_width(self) -> int:
+        """The reading column's width: the view's, up to ``COLUMN_EM`` em."""
+        em = QFontInfo(self.font()).pixelSize()
+        return max(200, min(self.viewport().width() - 32, COLUMN_EM * em))
+
+    def _fit_column(self) -> None:
+        width = self.column_width()
+        self.column.setFixedWidth(width)
+        for view in self.views:
+            if view.message.role == "user":
+                view.fit_bubble(int(width * BUBBLE_SHARE))
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt's name
+        super().resizeEvent(event)
+        self._fit_column()
 
     def view_of(self, message_id: int) -> MessageView | None:
         """The view showing a message, if it is on show."""
@@ -391,7 +475,7 @@ class ChatView(QScrollArea):
         view = self._target
         if view is None or view not in self.views:
             return
-        top = view.y()
+        top = view.mapTo(self._inner, QPoint(0, 0)).y()
         cursor = view.body.cursorRect(view.body.textCursor())
         if view.body.textCursor().hasSelection() and cursor.bottom() + 24 > self.viewport().height():
             top += (

@@ -74,7 +74,7 @@ class ChatHeader(QFrame):
         combo.blockSignals(True)
         combo.clear()
         for folder, name, details in models:
-            combo.addItem(f"{reveal_bidi(name)}  ·  {details}", folder)
+            combo.addItem(f"{reveal_bidi(name)}  ·  {details}" if details else reveal_bidi(name), folder)
             combo.setItemData(combo.count() - 1, folder, TIP)
         if not models:
             combo.addItem(self.tr("No model installed"), "")

@@ -236,10 +236,7 @@ class MainWindow(QMainWindow):
         self.composer_box.stop_requested.connect(self.stop)
         self.composer_box.context_check = self._attachment_too_long
         right_layout.addWidget(self.composer_box)
-        # The welcome page has nothing to send to: the message box shows with the conversation only.
-        self.pages.currentChanged.connect(
-            lambda _index: self.composer_box.setVisible(self.pages.currentWidget() is self.chat_view)
-        )
+        self.pages.currentChanged.connect(self._on_page)
         splitter.addWidget(right)
         splitter.setStretchFactor(1, 1)
         splitter.setCollapsible(0, False)
@@ -266,6 +263,13 @@ class MainWindow(QMainWindow):
         self.meter.setRange(0, 1)
         self.meter.setValue(0)
         bar.addPermanentWidget(self.meter)
+
+    def _on_page(self, _index: int) -> None:
+        """The welcome page has no model to pick and nothing to send to: the header and the message box
+        show with the conversation only."""
+        chatting = self.pages.currentWidget() is self.chat_view
+        self.composer_box.setVisible(chatting)
+        self.header.setVisible(chatting)
 
     def _build_welcome(self) -> FirstRunPage:
         page = FirstRunPage()
@@ -1101,6 +1105,9 @@ class MainWindow(QMainWindow):
 
         current = self.model_info.folder if self.model_info is not None else self.configured_model()
         models = [(str(m.folder), m.display_name, size_text(m.bytes_on_disk)) for m in self._installed()]
+        info = self.model_info
+        if info is not None and str(info.folder) not in [folder for folder, _name, _size in models]:
+            models.insert(0, (str(info.folder), info.display_name or info.name, ""))  # a folder elsewhere
         self.header.set_models(models, str(current) if current is not None else None)
 
     def models_dir(self) -> Path:

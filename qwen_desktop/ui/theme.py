@@ -42,8 +42,9 @@ _LIGHT_ROLES = {
 }
 
 STYLE_SHEET = """
-QFrame#userMessage { background: %(user)s; border: 1px solid %(border)s; border-radius: 8px; }
-QFrame#assistantMessage { background: %(answer)s; border: 1px solid %(border)s; border-radius: 8px; }
+QFrame#userMessage { background: %(user)s; border: 1px solid %(user_border)s; border-radius: 14px; }
+QFrame#assistantMessage { background: transparent; border: none; }
+QLabel#answerFooter { color: %(muted)s; }
 QFrame#errorBanner { background: %(banner)s; border: 1px solid %(banner_border)s; border-radius: 6px; }
 QFrame#composerFrame { background: %(base)s; border: 1px solid %(border)s; border-radius: 12px; }
 QFrame#attachmentChip { background: %(chip)s; border: 1px solid %(border)s; border-radius: 8px; }
@@ -79,6 +80,8 @@ def apply_theme(app: QApplication, theme: str) -> Colors:
     values = (
         {
             "user": "#1c2d41",
+            "user_border": "#24405e",
+            "muted": "#7d8590",
             "answer": "#22272e",
             "border": "#3d444d",
             "banner": "#4a1d1d",
@@ -95,6 +98,8 @@ def apply_theme(app: QApplication, theme: str) -> Colors:
         if dark
         else {
             "user": "#ddf4ff",
+            "user_border": "#b6e3ff",
+            "muted": "#6e7781",
             "answer": "#ffffff",
             "border": "#d0d7de",
             "banner": "#ffebe9",

@@ -23,6 +23,13 @@ _MARK_OPEN, _MARK_CLOSE = "\ue000", "\ue001"
 _MARK = re.compile(f"{_MARK_OPEN}([0-9]{{1,9}}){_MARK_CLOSE}")
 
 
+def reply_reserve(limit: int, reply_room: int) -> int:
+    """The tokens held back for the answer in a ``limit``-token context when the reply setting asks for
+    ``reply_room``: at least ``MIN_REPLY_ROOM``, at most half the limit (a long reply setting never crowds
+    out the question)."""
+    return max(MIN_REPLY_ROOM, min(reply_room, limit // 2))
+
+
 @dataclass(frozen=True)
 class ContextPlan:
     """The prompt to run and what it cost.
@@ -113,7 +120,7 @@ class ContextBuilder:
 
         ``reply_room`` is capped at half the limit, so a long reply setting never crowds out the question.
         """
-        reply_room = max(MIN_REPLY_ROOM, min(reply_room, limit // 2))
+        reply_room = reply_reserve(limit, reply_room)
         budget = limit - reply_room
         msgs = list(messages)
         system = msgs[:1] if msgs and msgs[0]["role"] == "system" else []

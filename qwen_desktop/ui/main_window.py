@@ -60,6 +60,7 @@ from qwen_desktop.ui.presets import PresetsDialog, all_presets, chat_preset, kno
 from qwen_desktop.ui.sidebar import Sidebar
 from qwen_desktop.ui.theme import apply_theme
 from qwen_desktop.ui.throttle import Throttle
+from qwen_desktop.units import human_bytes
 from qwen_desktop.worker import AnswerResult, EngineBridge, ModelInfo, emit
 
 if TYPE_CHECKING:
@@ -902,14 +903,14 @@ class MainWindow(QMainWindow):
         """None when a file's ``block`` fits in the context beside the system prompt and the room kept for the
         reply, else (its tokens, the room there is). Counted with the model's tokenizer (a 200 KB file takes
         tens of milliseconds, once, when it is attached); without a model it is counted when one loads."""
-        from qwen_desktop.engine.context import MIN_REPLY_ROOM
+        from qwen_desktop.engine.context import reply_reserve
 
         engine = self.bridge.engine
         if engine is None or self.model_info is None:
             return None
         limit = self.last_plan.limit if self.last_plan is not None else self.settings.context_limit
         system = self.last_plan.system_tokens if self.last_plan is not None else 0
-        reserved = max(MIN_REPLY_ROOM, min(self.settings.max_tokens, limit // 2))
+        reserved = reply_reserve(limit, self.settings.max_tokens)
         room = max(limit - reserved - system - 16, 0)  # 16: the message's own template wrapping
         if len(block.encode("utf-8")) <= room:  # every token covers at least one byte: no need to count
             return None
@@ -1101,10 +1102,8 @@ class MainWindow(QMainWindow):
             return []
 
     def _refresh_models(self) -> None:
-        from qwen_desktop.ui.attachments import size_text
-
         current = self.model_info.folder if self.model_info is not None else self.configured_model()
-        models = [(str(m.folder), m.display_name, size_text(m.bytes_on_disk)) for m in self._installed()]
+        models = [(str(m.folder), m.display_name, human_bytes(m.bytes_on_disk)) for m in self._installed()]
         info = self.model_info
         if info is not None and str(info.folder) not in [folder for folder, _name, _size in models]:
             models.insert(0, (str(info.folder), info.display_name or info.name, ""))  # a folder elsewhere

@@ -717,7 +717,7 @@ class Sidebar(QWidget):
         item.setData(KIND_ROLE, kind)
         item.setData(TITLE_ROLE, conv.title)
         item.setData(PINNED_ROLE, bool(getattr(conv, "pinned", False)))
-        item.setToolTip(html.escape(reveal_bidi(conv.title), quote=False))
+        item.setToolTip(_escaped(conv.title))
         item.setFlags(Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable | Qt.ItemFlag.ItemIsEditable)
         return item
 

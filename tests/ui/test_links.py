@@ -5,11 +5,11 @@ its query (``?attach=/etc/passwd``); other schemes are not links at all. The tes
 from __future__ import annotations
 
 import pytest
-from PySide6.QtCore import Qt, QTimer
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QTextCursor
-from PySide6.QtWidgets import QApplication, QMessageBox
 
 from qwen_desktop.storage.chats import ChatStore
+from tests.ui.boxes import answer_box
 
 ANSWER = (
     "Log in at [https://bank.example](https://evil.example/login) or write to "
@@ -48,28 +48,6 @@ def click_text(qtbot, body, text: str) -> None:
     middle = QTextCursor(body.document())
     middle.setPosition((found.selectionStart() + found.selectionEnd()) // 2)
     qtbot.mouseClick(body.viewport(), Qt.MouseButton.LeftButton, pos=body.cursorRect(middle).center())
-
-
-def answer_box(qtbot, how: str, tries: int = 50) -> list[str]:
-    """Answer the next message box (within ``tries`` polls): "esc", "enter", or a button's text."""
-    seen: list[str] = []
-
-    def answer(left: int = tries) -> None:
-        box = QApplication.activeModalWidget()
-        if not isinstance(box, QMessageBox):
-            if left:
-                QTimer.singleShot(20, lambda: answer(left - 1))
-            return
-        seen.append(box.text())
-        if how == "esc":
-            qtbot.keyClick(box, Qt.Key.Key_Escape)
-        elif how == "enter":
-            qtbot.keyClick(box, Qt.Key.Key_Return)
-        else:
-            qtbot.mouseClick(next(b for b in box.buttons() if b.text() == how), Qt.MouseButton.LeftButton)
-
-    QTimer.singleShot(0, answer)
-    return seen
 
 
 def test_a_link_click_asks_first_and_shows_the_real_target(answer_view, qtbot):

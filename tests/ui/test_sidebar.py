@@ -10,11 +10,12 @@ import time
 import pytest
 from PySide6.QtCore import QPoint, Qt, QTimer
 from PySide6.QtTest import QTest
-from PySide6.QtWidgets import QApplication, QFileDialog, QLineEdit, QMenu, QMessageBox
+from PySide6.QtWidgets import QApplication, QFileDialog, QLineEdit, QMenu
 
 from qwen_desktop.storage.chats import HIT_END, HIT_START, ChatStore
 from qwen_desktop.storage.export import export_json
 from qwen_desktop.ui.sidebar import date_group, file_name_for, snippet_html, trim_snippet
+from tests.ui.boxes import answer_box
 
 DAY = 86400.0
 # The offscreen platform says these for every real dialog or menu shown; they are not the app's doing.
@@ -94,28 +95,6 @@ def from_chats_menu(qtbot, sidebar, text):
     qtbot.waitUntil(lambda: bool(offered) and QApplication.activePopupWidget() is None)
     QTimer.singleShot(0, lambda: done.append(True))
     qtbot.waitUntil(lambda: bool(done))
-
-
-def answer_next_box(qtbot, how):
-    """When the next message box opens, answer it: "enter" (its default), "esc", or a button's text."""
-    seen: list[str] = []
-
-    def answer():
-        box = QApplication.activeModalWidget()
-        if not isinstance(box, QMessageBox):
-            QTimer.singleShot(20, answer)
-            return
-        seen.append(box.text())
-        if how == "enter":
-            qtbot.keyClick(box, Qt.Key.Key_Return)
-        elif how == "esc":
-            qtbot.keyClick(box, Qt.Key.Key_Escape)
-        else:
-            button = next(b for b in box.buttons() if b.text() == how)
-            qtbot.mouseClick(button, Qt.MouseButton.LeftButton)
-
-    QTimer.singleShot(0, answer)
-    return seen
 
 
 # ----------------------------------------------------------------- pure parts
@@ -294,7 +273,7 @@ def test_delete_from_the_menu_asks_first_and_cancel_keeps_the_chat(window_with_c
     # Defect 1 of issue 22: Delete deleted at once. Now it asks; Cancel, Enter (the default) and Esc keep it.
     for how in ("Cancel", "enter", "esc"):
         choose_in_next_menu(qtbot, "Delete…")
-        seen = answer_next_box(qtbot, how)
+        seen = answer_box(qtbot, how)
         right_click(qtbot, window, sidebar.item_of(ids[1]))
         assert seen and "“Doomed”" in seen[0] and "cannot be undone" in seen[0]
         assert sidebar.titles() == ["Doomed", "Keep me"]
@@ -302,11 +281,11 @@ def test_delete_from_the_menu_asks_first_and_cancel_keeps_the_chat(window_with_c
     # the Delete key asks too
     sidebar.chat_list.setFocus()
     sidebar.chat_list.setCurrentItem(sidebar.item_of(ids[1]))
-    seen = answer_next_box(qtbot, "esc")
+    seen = answer_box(qtbot, "esc")
     qtbot.keyClick(sidebar.chat_list, Qt.Key.Key_Delete)
     assert seen and sidebar.titles() == ["Doomed", "Keep me"]
     choose_in_next_menu(qtbot, "Delete…")
-    seen = answer_next_box(qtbot, "Delete")
+    seen = answer_box(qtbot, "Delete")
     right_click(qtbot, window, sidebar.item_of(ids[1]))
     assert seen
     assert [c.title for c in window.store.list_conversations()] == ["Keep me"]
@@ -379,7 +358,7 @@ def test_export_all_and_import_from_the_bottom_menu(window_with_chats, qtbot, mo
     opened = {"path": bad}
     monkeypatch.setattr(QFileDialog, "getOpenFileName", lambda *a: (str(opened["path"]), ""))
     before = window.store.list_conversations()
-    seen = answer_next_box(qtbot, "OK")
+    seen = answer_box(qtbot, "OK")
     from_chats_menu(qtbot, sidebar, "Import chats…")
     assert seen and "cannot be imported" in seen[0] and "bad.json" in seen[0]
     assert window.store.list_conversations() == before

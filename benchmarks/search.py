@@ -3,8 +3,8 @@
     python3 benchmarks/search.py [--messages 10000] [--rounds 9]
 
 Builds a temporary database of conversations in mixed English and Chinese (questions of 10-40 words,
-answers of 40-250, some with code), then times a few kinds of query with the sidebar's limit of 50 hits,
-on the trigram index and on the LIKE scan the store falls back to (one- and two-character queries, or an
+answers of 40-250, some with code), then times a few kinds of query with a limit of 50 hits (the sidebar
+asks for 200), on the trigram index and on the LIKE scan the store falls back to (one- and two-character queries, or an
 SQLite without FTS5). Each figure is the median of the rounds, a round being one search after a warm-up.
 Also reports the database size and how long rebuilding the index takes (what an upgrade from schema 1
 does once).

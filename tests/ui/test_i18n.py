@@ -43,7 +43,8 @@ def test_every_string_in_the_code_is_in_the_catalogue_and_translated(tmp_path):
         s for s in in_code if s in shipped and (shipped[s].get("type") == "unfinished" or not shipped[s].text)
     )
     assert missing == [] and untranslated == [], (
-        "run pyside6-lupdate (docs/app.md, Translations) and translate: " + repr(missing + untranslated)
+        "run pyside6-lupdate (docs/app.md, Language and translations) and translate: "
+        + repr(missing + untranslated)
     )
 
 

@@ -324,12 +324,28 @@ def _message(row: Sequence[Any]) -> Message:
 
 
 def _stats_json(stats: Mapping[str, Any] | None) -> str | None:
-    return None if stats is None else json.dumps(dict(stats), ensure_ascii=False)
+    return None if stats is None else storable(json.dumps(dict(stats), ensure_ascii=False))
 
 
 def _check_status(status: str) -> None:
     if status not in STATUSES:
         raise ValueError(f"status must be one of {', '.join(STATUSES)}, not {status!r}")
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def storable(text: str) -> str:
+    """``text`` as SQLite can keep it: each lone surrogate (which no UTF-8 can hold) becomes U+FFFD.
+
+    A surrogate half reaches us from a paste into a Qt text box or a damaged file; it would make the
+    write fail with `UnicodeEncodeError`, and with it the whole message. Every other character is kept.
+    """
+    return _LONE_SURROGATE.sub("\ufffd", text)
+
+
+def _storable_or_none(text: str | None) -> str | None:
+    return None if text is None else storable(text)
 
 
 def title_from_text(text: str, length: int = TITLE_LENGTH) -> str:
@@ -603,6 +619,7 @@ class ChatStore:
             system_prompt: Its own system prompt, or None to use the settings' one.
             preset: The system-prompt preset chosen for it (see `Conversation.preset`).
         """
+        title, system_prompt = storable(title), _storable_or_none(system_prompt)
         now = time.time()
         uid = uuid.uuid4().hex
         with self._transaction() as conn:
@@ -643,7 +660,7 @@ class ChatStore:
             ValueError: The title is blank.
             NotFoundError: There is no such conversation.
         """
-        title = title.strip()
+        title = storable(title).strip()
         if not title:
             raise ValueError("a conversation title cannot be blank")
         self._update_conversation(conversation_id, "title = ?", (title,))
@@ -655,7 +672,7 @@ class ChatStore:
         Raises:
             NotFoundError: There is no such conversation.
         """
-        self._update_conversation(conversation_id, "system_prompt = ?", (system_prompt,))
+        self._update_conversation(conversation_id, "system_prompt = ?", (_storable_or_none(system_prompt),))
         return self.get_conversation(conversation_id)
 
     def set_preset(self, conversation_id: int, preset: str | None, system_prompt: str | None) -> Conversation:
@@ -665,7 +682,9 @@ class ChatStore:
         Raises:
             NotFoundError: There is no such conversation.
         """
-        self._update_conversation(conversation_id, "preset = ?, system_prompt = ?", (preset, system_prompt))
+        self._update_conversation(
+            conversation_id, "preset = ?, system_prompt = ?", (preset, _storable_or_none(system_prompt))
+        )
         return self.get_conversation(conversation_id)
 
     def set_pinned(self, conversation_id: int, pinned: bool) -> Conversation:
@@ -702,7 +721,7 @@ class ChatStore:
         Raises:
             NotFoundError: There is no such conversation.
         """
-        title = title_from_text(first_user_text)
+        title = title_from_text(storable(first_user_text))
         if title:
             with self._transaction() as conn:
                 conn.execute(
@@ -742,6 +761,7 @@ class ChatStore:
         if role not in ROLES:
             raise ValueError(f"role must be one of {', '.join(ROLES)}, not {role!r}")
         _check_status(status)
+        content = storable(content)
         stats_json = _stats_json(stats)
         now = time.time()
         with self._transaction() as conn:
@@ -798,7 +818,7 @@ class ChatStore:
         params: list[Any] = []
         if content is not None:
             assignments.append("content = ?")
-            params.append(content)
+            params.append(storable(content))
         if status is not None:
             _check_status(status)
             assignments.append("status = ?")

@@ -140,3 +140,29 @@ def test_instance_lock_is_freed_when_the_holder_dies(tmp_path):
     assert (tmp_path / "instance.lock").exists(), "the file stays; only the lock counted"
     with InstanceLock(tmp_path) as lock:
         assert lock.held
+
+
+def test_a_lone_surrogate_is_kept_as_a_replacement_character_not_a_lost_message(tmp_path):
+    # a surrogate half pasted into the composer made add_message raise UnicodeEncodeError: the question
+    # was lost and the window showed a traceback; every other character of the text must survive
+    path = tmp_path / "chats.sqlite3"
+    with ChatStore(path) as store:
+        chat = store.create_conversation("t\ud800itle", system_prompt="be \udfff brief")
+        question = store.add_message(chat.id, "user", "half \ud83d of a pair", stats={"k\udc00": 1})
+        answer = store.add_message(chat.id, "assistant", "")
+        store.update_message(answer.id, content="ok \udfff")
+        store.rename_conversation(chat.id, "re\ud801named")
+        store.set_preset(chat.id, "coder", "code \ud800")
+        assert question.content == "half \ufffd of a pair"
+    with ChatStore(path) as store:
+        (chat,) = store.list_conversations()
+        assert chat.title == "re\ufffdnamed" and chat.system_prompt == "code \ufffd"
+        assert [m.content for m in store.path(chat.id)] == ["half \ufffd of a pair", "ok \ufffd"]
+        assert store.path(chat.id)[0].stats == {"k\ufffd": 1}
+        assert store.search("pair")[0].message_id == question.id
+
+
+def test_a_chat_titled_by_a_first_message_with_a_lone_surrogate(tmp_path):
+    with ChatStore(tmp_path / "chats.sqlite3") as store:
+        chat = store.create_conversation()
+        assert store.auto_title(chat.id, "why \udbff?").title == "why \ufffd?"

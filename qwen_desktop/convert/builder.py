@@ -15,6 +15,7 @@ import hashlib
 import json
 import os
 import shutil
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 from threadpoolctl import threadpool_limits
 
 from qwen_desktop import __version__
@@ -335,7 +337,11 @@ def _write_folder(
     fitted_layers = style == "fast" and precision == "int4"  # what a fit applies to
     clock.start("calibration")
     kinds = None if quality == "best" else DEFAULT_FITTED
-    calibration = _calibration(source, progress, kinds) if fit == "gptq" and fitted_layers else None
+    # the reference pass and the decode graph read every layer weight: dequantized once for both
+    shared_reads = ReadTwice(source.tensor)
+    calibration = (
+        _calibration(source, progress, kinds, shared_reads) if fit == "gptq" and fitted_layers else None
+    )
     used_fit = "gptq" if calibration is not None else "plain"
     graphs = [(MODEL_FILE, precision)]
     if prefill_precision:
@@ -352,7 +358,7 @@ def _write_folder(
                 clock.start("prefill graph" if index else "decode graph")
                 model = build_graph(
                     cfg,
-                    source.tensor,
+                    shared_reads if index == 0 and calibration is not None else source.tensor,
                     style=style,
                     precision=layers,
                     head_precision=head_precision,
@@ -366,6 +372,7 @@ def _write_folder(
                 if progress:
                     progress("writing", 0, 1)
                 clock.start("writing")
+                shared_reads.clear()  # what the decode graph did not read again is not read twice
                 _save_graph(model, tmp / name)
                 del model
             if split_head:
@@ -426,7 +433,10 @@ def _write_folder(
 
 
 def _calibration(
-    source: WeightSource, progress: Progress | None, kinds: tuple[str, ...] | None
+    source: WeightSource,
+    progress: Progress | None,
+    kinds: tuple[str, ...] | None,
+    fetch: Callable[[str], np.ndarray] | None = None,
 ) -> StreamedInputs | None:
     """The calibration text's activations at every linear layer, computed on their own thread while the
     graphs are built (``calibration.StreamedInputs``), or None where the text does not tokenize."""
@@ -437,7 +447,53 @@ def _calibration(
         return None
     if progress:
         progress("calibration", 0, 1)
-    return StreamedInputs(source.config, source.tensor, ids, kinds)
+    return StreamedInputs(source.config, fetch or source.tensor, ids, kinds)
+
+
+# How many bytes of float weights ReadTwice keeps for its second reader: a few layers of the 0.5B model
+# (~60 MB each), which covers how far the reference pass and the decode graph drift apart.
+READ_TWICE_BYTES = 512 << 20
+
+
+class ReadTwice:
+    """The source's tensors for two readers that go through them in the same order: the reference pass
+    of the calibration and the decode graph's writer.
+
+    The first reader of a tensor dequantizes it (7-12 s of the 0.5B model's GGUF in all) and leaves it here;
+    the second takes it away. While more than ``limit`` bytes wait, a read is not kept (the other reader
+    reads it again), so a reader far ahead costs time, not memory. Kept arrays are read-only, so neither
+    reader can change what the other gets.
+    """
+
+    def __init__(self, fetch: Callable[[str], np.ndarray], limit: int = READ_TWICE_BYTES) -> None:
+        self._fetch = fetch
+        self._limit = limit
+        self._kept: dict[str, np.ndarray] = {}
+        self._bytes = 0
+        self._lock = threading.Lock()
+        self.reads = 0  # tensors dequantized (for tests)
+
+    def __call__(self, name: str) -> np.ndarray:
+        with self._lock:
+            kept = self._kept.pop(name, None)
+            if kept is not None:
+                self._bytes -= kept.nbytes
+                return kept
+        value = self._fetch(name)
+        value.flags.writeable = False
+        with self._lock:
+            self.reads += 1
+            if self._kept.pop(name, None) is not None:  # both read it at once: this was the second read
+                self._bytes -= value.nbytes
+            elif self._bytes + value.nbytes <= self._limit:
+                self._kept[name] = value
+                self._bytes += value.nbytes
+        return value
+
+    def clear(self) -> None:
+        with self._lock:
+            self._kept.clear()
+            self._bytes = 0
 
 
 def _graph_progress(progress: Progress | None, index: int, count: int, label: str) -> Progress | None:

@@ -136,6 +136,21 @@ def fast_block_size(base: str, fitted: bool = True) -> int:
     return FAST_BLOCK_SIZES.get(kind, BLOCK_SIZE)
 
 
+# Rows per part of a tall matrix's fit (LayerWriter._packed): the output head's 151,936 rows go in 4.
+SPLIT_ROWS = 40_000
+
+
+def _joined(parts: list[Packed]) -> Packed:
+    """The row parts of one matrix's (packed, scales, zero points), as one."""
+    if len(parts) == 1:
+        return parts[0]
+    return (
+        np.concatenate([p[0] for p in parts]),
+        np.concatenate([p[1] for p in parts]),
+        np.concatenate([p[2] for p in parts]),
+    )
+
+
 class LayerWriter:
     def __init__(
         self,
@@ -192,19 +207,31 @@ class LayerWriter:
         model in memory.
         """
 
-        def fit() -> Packed:
-            q = self._quantize(w, bits, block_size, base)
+        def fit(rows: np.ndarray) -> Packed:
+            q = self._quantize(rows, bits, block_size, base)
             return q.packed, q.scales, q.zero_points  # not q: its unpacked codes would stay in memory
 
+        # Each row is quantized on its own, so a matrix as tall as the output head is cut into parts the
+        # pool fits side by side (the same cut with or without a pool: the same bytes)
+        parts = [w[first : first + SPLIT_ROWS] for first in range(0, w.shape[0], SPLIT_ROWS)]
         if self.pool is None:
-            done = fit()
+            done = _joined([fit(part) for part in parts])
             return lambda: done
-        future = self.pool.submit(fit)
-        self._fits.append(future)
+        futures = [self.pool.submit(fit, part) for part in parts]
+        self._fits.extend(futures)
         limit = max(1, getattr(self.pool, "_max_workers", 1)) + 1
         while len(self._fits) > limit:
             self._fits.popleft().result()
-        return future.result
+        if len(futures) == 1:
+            return futures[0].result
+        joined: list[Packed] = []
+
+        def result() -> Packed:
+            if not joined:
+                joined.append(_joined([f.result() for f in futures]))
+            return joined[0]
+
+        return result
 
     def _quantize(self, w: np.ndarray, bits: int, block_size: int, base: str) -> BlockQuantized:
         # the head's coarse preview sees the same final-norm states as its exact rows

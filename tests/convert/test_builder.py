@@ -513,3 +513,45 @@ def test_the_default_fit_rounds_down_proj_plainly_and_best_fits_it_too(tmp_path,
     np.testing.assert_array_equal(weights(default.folder, gate_up), weights(best.folder, gate_up))
     with pytest.raises(ModelError, match="unknown build quality"):
         build_model(tiny_gguf, tmp_path / "bad", quality="fastest")
+
+
+def test_read_twice_dequantizes_each_tensor_once_for_two_readers_in_step():
+    # the reference pass runs a few tensors ahead of the decode graph (or behind): each is read once
+    from qwen_desktop.convert.builder import ReadTwice
+
+    calls: list[str] = []
+
+    def fetch(name: str) -> np.ndarray:
+        calls.append(name)
+        return np.full(256, int(name[1:]), np.float32)  # 1 KB each
+
+    reads = ReadTwice(fetch, limit=8 << 10)
+    ahead, behind = [], []
+    for i in range(43):
+        if i < 40:
+            ahead.append(float(reads(f"t{i}")[0]))
+        if i >= 3:
+            behind.append(float(reads(f"t{i - 3}")[0]))
+    assert ahead == behind == [float(i) for i in range(40)]
+    assert sorted(calls) == sorted(f"t{i}" for i in range(40)), "each tensor dequantized once"
+    assert reads._bytes == 0, "nothing is kept once both have read it"
+    with pytest.raises(ValueError):
+        reads("t1")[0] = 5.0  # what one reader is given the other may share: it cannot be changed
+
+
+def test_read_twice_keeps_at_most_its_limit_for_a_reader_far_behind():
+    from qwen_desktop.convert.builder import ReadTwice
+
+    calls: list[str] = []
+
+    def fetch(name: str) -> np.ndarray:
+        calls.append(name)
+        return np.zeros(256, np.float32)
+
+    reads = ReadTwice(fetch, limit=4 << 10)  # four tensors
+    for i in range(10):
+        reads(f"t{i}")
+    assert reads._bytes <= 4 << 10
+    for i in range(10):
+        reads(f"t{i}")
+    assert len(calls) == 16, "the first four came from memory, the other six were read again"

@@ -166,7 +166,7 @@ def shoot(
     from PySide6.QtWidgets import QApplication
 
     from qwen_desktop.storage.settings import Settings, save_settings
-    from qwen_desktop.ui.app import install_translators
+    from qwen_desktop.ui.app import install_translators, interface_font, interface_locale
     from qwen_desktop.ui.main_window import MainWindow
 
     os.environ["QWEN_DESKTOP_HOME"] = str(home)
@@ -186,6 +186,8 @@ def shoot(
     app = QApplication.instance()
     assert isinstance(app, QApplication)
     translators = install_translators(app, language)
+    base_font = app.font()
+    app.setFont(interface_font(base_font, interface_locale(language)))  # as the app does (ui/app.py)
     window = MainWindow()
     window.resize(1180, 760)
     window.show()
@@ -223,8 +225,15 @@ def shoot(
     window.close()
     for translator in translators:
         QApplication.removeTranslator(translator)
+    app.setFont(base_font)
     print(f"  gaps over 50 ms: {100 * meter.share_over(50):.1f}% of {len(meter.ticks)} ticks", flush=True)
     return meter.longest_ms(), tokens[0], result.stats.decode_tps if result.stats else 0.0  # type: ignore[attr-defined]
+
+
+def shoot_chinese(home: Path, folder: Path, out: Path) -> None:
+    """docs/screenshots/chat-zh_CN.png: the window in Simplified Chinese, mid-answer."""
+    home.mkdir()
+    shoot(home, folder, "light", out / "chat-zh_CN.png", ZH_QUESTION, language="zh_CN", mid_tokens=60)
 
 
 def age_chats(home: Path, window: object, days: Sequence[float]) -> None:
@@ -400,8 +409,9 @@ def main() -> int:
     parser.add_argument("--offscreen", action="store_true", help="use Qt's offscreen platform, not Xvfb")
     parser.add_argument(
         "--only",
-        choices=["first-run", "model-picker"],
-        help="only the first-run page and an import in progress (tiny model), or only the model picker",
+        choices=["first-run", "model-picker", "chat-zh_CN"],
+        help="only the first-run page and an import in progress (tiny model), only the model picker, or only "
+        "the Chinese window mid-answer",
     )
     args = parser.parse_args()
     xvfb = None if args.offscreen else start_xvfb()
@@ -430,6 +440,11 @@ def main() -> int:
                 shoot_model_picker(Path(tmp) / "picker", folder, args.out / "model-picker.png")
             del app
             return 0
+        if args.only == "chat-zh_CN":
+            with tempfile.TemporaryDirectory(prefix="qwen-screens-") as tmp:
+                shoot_chinese(Path(tmp) / "zh", folder, args.out)
+            del app
+            return 0
         with tempfile.TemporaryDirectory(prefix="qwen-screens-") as tmp:
             figures = []
             for theme in ("light", "dark"):
@@ -447,17 +462,7 @@ def main() -> int:
                         search_out=search_out,
                     )
                 )
-            home = Path(tmp) / "zh"
-            home.mkdir()
-            shoot(
-                home,
-                folder,
-                "light",
-                args.out / "chat-zh_CN.png",
-                ZH_QUESTION,
-                language="zh_CN",
-                mid_tokens=60,
-            )
+            shoot_chinese(Path(tmp) / "zh", folder, args.out)
             shoot_first_run_pages(Path(tmp), args.out)
             shoot_model_picker(Path(tmp) / "picker", folder, args.out / "model-picker.png")
         for (gap, tokens, tps), theme in zip(figures, ("light", "dark"), strict=True):

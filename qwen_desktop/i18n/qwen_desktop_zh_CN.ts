@@ -22,42 +22,42 @@
 <context>
     <name>ChatHeader</name>
     <message>
-        <location filename="../ui/header.py" line="46"/>
+        <location filename="../ui/header.py" line="47"/>
         <source>Model</source>
         <translation>模型</translation>
     </message>
     <message>
-        <location filename="../ui/header.py" line="47"/>
+        <location filename="../ui/header.py" line="48"/>
         <source>The model that answers; another one loads in the background</source>
         <translation>回答问题的模型；换一个会在后台加载</translation>
     </message>
     <message>
-        <location filename="../ui/header.py" line="52"/>
+        <location filename="../ui/header.py" line="53"/>
         <source>Preset</source>
         <translation>预设</translation>
     </message>
     <message>
-        <location filename="../ui/header.py" line="57"/>
+        <location filename="../ui/header.py" line="58"/>
         <source>System-prompt preset</source>
         <translation>系统提示词预设</translation>
     </message>
     <message>
-        <location filename="../ui/header.py" line="66"/>
+        <location filename="../ui/header.py" line="67"/>
         <source>Edit your presets</source>
         <translation>编辑你的预设</translation>
     </message>
     <message>
-        <location filename="../ui/header.py" line="67"/>
+        <location filename="../ui/header.py" line="68"/>
         <source>Add, edit or delete your own presets</source>
         <translation>添加、编辑或删除你自己的预设</translation>
     </message>
     <message>
-        <location filename="../ui/header.py" line="80"/>
+        <location filename="../ui/header.py" line="81"/>
         <source>No model installed</source>
         <translation>尚未安装模型</translation>
     </message>
     <message>
-        <location filename="../ui/header.py" line="101"/>
+        <location filename="../ui/header.py" line="102"/>
         <source>This chat&apos;s own prompt</source>
         <translation>本对话自己的提示词</translation>
     </message>
@@ -688,288 +688,288 @@
 <context>
     <name>MainWindow</name>
     <message>
-        <location filename="../ui/main_window.py" line="134"/>
+        <location filename="../ui/main_window.py" line="135"/>
         <source>Qwen Desktop</source>
         <translation>Qwen 桌面版</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="316"/>
-        <location filename="../ui/main_window.py" line="573"/>
-        <location filename="../ui/main_window.py" line="712"/>
+        <location filename="../ui/main_window.py" line="317"/>
+        <location filename="../ui/main_window.py" line="574"/>
+        <location filename="../ui/main_window.py" line="713"/>
         <source>New chat</source>
         <translation>新对话</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="319"/>
+        <location filename="../ui/main_window.py" line="320"/>
         <source>Settings</source>
         <translation>设置</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="196"/>
+        <location filename="../ui/main_window.py" line="197"/>
         <source>Problem</source>
         <translation>问题</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="199"/>
+        <location filename="../ui/main_window.py" line="200"/>
         <source>Choose a model…</source>
         <translation>选择模型…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="200"/>
+        <location filename="../ui/main_window.py" line="201"/>
         <source>Choose a model</source>
         <translation>选择模型</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="203"/>
+        <location filename="../ui/main_window.py" line="204"/>
         <source>Dismiss</source>
         <translation>关闭</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="204"/>
+        <location filename="../ui/main_window.py" line="205"/>
         <source>Dismiss the message</source>
         <translation>关闭此提示</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="222"/>
+        <location filename="../ui/main_window.py" line="223"/>
         <source>Editing notice</source>
         <translation>编辑提示</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="227"/>
+        <location filename="../ui/main_window.py" line="228"/>
         <source>Context warning</source>
         <translation>上下文警告</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="318"/>
+        <location filename="../ui/main_window.py" line="319"/>
         <source>Stop</source>
         <translation>停止</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="246"/>
+        <location filename="../ui/main_window.py" line="247"/>
         <source>Starting…</source>
         <translation>正在启动…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="247"/>
+        <location filename="../ui/main_window.py" line="248"/>
         <source>Status</source>
         <translation>状态</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="252"/>
+        <location filename="../ui/main_window.py" line="253"/>
         <source>Answer speed</source>
         <translation>回答速度</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="255"/>
+        <location filename="../ui/main_window.py" line="256"/>
         <source>Local server</source>
         <translation>本地服务器</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="259"/>
+        <location filename="../ui/main_window.py" line="260"/>
         <source>Context used</source>
         <translation>已用上下文</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="262"/>
-        <location filename="../ui/main_window.py" line="877"/>
+        <location filename="../ui/main_window.py" line="263"/>
+        <location filename="../ui/main_window.py" line="878"/>
         <source>context: –</source>
         <translation>上下文：–</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="427"/>
+        <location filename="../ui/main_window.py" line="428"/>
         <source>Ready · %1 · %2</source>
         <translation>就绪 · %1 · %2</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="432"/>
+        <location filename="../ui/main_window.py" line="433"/>
         <source>%1
 Loaded in %2 s, warmed up in %3 s</source>
         <translation>%1
 加载用时 %2 秒，预热用时 %3 秒</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="457"/>
+        <location filename="../ui/main_window.py" line="458"/>
         <source>1 thread</source>
         <translation>1 个线程</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="457"/>
+        <location filename="../ui/main_window.py" line="458"/>
         <source>%1 threads</source>
         <translation>%1 个线程</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="519"/>
+        <location filename="../ui/main_window.py" line="520"/>
         <source>Switching to %1…</source>
         <translation>正在切换到 %1…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="934"/>
+        <location filename="../ui/main_window.py" line="935"/>
         <source>System prompt: %1 · history and message: %2 · kept for the reply: %3</source>
         <translation>系统提示：%1 · 历史与消息：%2 · 为回答保留：%3</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="1045"/>
+        <location filename="../ui/main_window.py" line="1046"/>
         <source>%1 is installed; the app switches to it when this answer is done.</source>
         <translation>%1 已安装；此回答完成后应用会切换到它。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="1065"/>
+        <location filename="../ui/main_window.py" line="1066"/>
         <source>Now using %1, the model just installed.</source>
         <translation>现在使用刚安装的模型 %1。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="1170"/>
+        <location filename="../ui/main_window.py" line="1169"/>
         <source>The local server could not start on port %1: %2</source>
         <translation>本地服务器无法在端口 %1 上启动：%2</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="1184"/>
+        <location filename="../ui/main_window.py" line="1183"/>
         <source>API %1</source>
         <translation>API %1</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="1186"/>
+        <location filename="../ui/main_window.py" line="1185"/>
         <source>API request running… (%1)</source>
         <translation>API 请求进行中…（%1）</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="1189"/>
+        <location filename="../ui/main_window.py" line="1188"/>
         <source>Apps on this computer can use the model at %1/v1 (OpenAI-compatible).</source>
         <translation>本机上的应用可以通过 %1/v1 使用此模型（兼容 OpenAI）。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="1198"/>
+        <location filename="../ui/main_window.py" line="1197"/>
         <source>Waiting for an API request to finish…</source>
         <translation>正在等待 API 请求完成…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="103"/>
+        <location filename="../ui/main_window.py" line="104"/>
         <source>Chats cannot be saved this time: %1</source>
         <translation>本次无法保存对话：%1</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="317"/>
+        <location filename="../ui/main_window.py" line="318"/>
         <source>Focus the message box</source>
         <translation>转到输入框</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="320"/>
+        <location filename="../ui/main_window.py" line="321"/>
         <source>Copy the last answer</source>
         <translation>复制最后一条回答</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="377"/>
+        <location filename="../ui/main_window.py" line="378"/>
         <source>No model yet</source>
         <translation>尚无模型</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="389"/>
-        <location filename="../ui/main_window.py" line="398"/>
+        <location filename="../ui/main_window.py" line="390"/>
+        <location filename="../ui/main_window.py" line="399"/>
         <source>Loading model…</source>
         <translation>正在加载模型…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="397"/>
+        <location filename="../ui/main_window.py" line="398"/>
         <source>Reading model folder…</source>
         <translation>正在读取模型文件夹…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="399"/>
+        <location filename="../ui/main_window.py" line="400"/>
         <source>Warming up…</source>
         <translation>正在预热…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="417"/>
+        <location filename="../ui/main_window.py" line="418"/>
         <source>Now using %1.</source>
         <translation>现在使用 %1。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="443"/>
+        <location filename="../ui/main_window.py" line="444"/>
         <source>The model could not be loaded: %1</source>
         <translation>无法加载模型：%1</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="444"/>
+        <location filename="../ui/main_window.py" line="445"/>
         <source>No model loaded</source>
         <translation>未加载模型</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="480"/>
+        <location filename="../ui/main_window.py" line="481"/>
         <source>Measuring the best thread count…</source>
         <translation>正在测量最佳线程数…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="490"/>
+        <location filename="../ui/main_window.py" line="491"/>
         <source>Measuring the best thread count… %1/%2</source>
         <translation>正在测量最佳线程数… %1/%2</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="741"/>
+        <location filename="../ui/main_window.py" line="742"/>
         <source>waiting for the first token…</source>
         <translation>等待第一个词元…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="759"/>
+        <location filename="../ui/main_window.py" line="760"/>
         <source>first token %1 s</source>
         <translation>首个词元 %1 秒</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="773"/>
+        <location filename="../ui/main_window.py" line="774"/>
         <source>first token %1 s · %2 tokens/s</source>
         <translation>首个词元 %1 秒 · %2 词元/秒</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="787"/>
+        <location filename="../ui/main_window.py" line="788"/>
         <source>first token %1 s · %2 tokens/s · %3 tokens</source>
         <translation>首个词元 %1 秒 · %2 词元/秒 · %3 个词元</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="802"/>
+        <location filename="../ui/main_window.py" line="803"/>
         <source>The answer failed: %1</source>
         <translation>回答失败：%1</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="825"/>
+        <location filename="../ui/main_window.py" line="826"/>
         <source>This chat was changed outside this window while the answer was written: the answer or its chat no longer exists, so the answer was not kept.</source>
         <translation>回答写入期间，此对话在本窗口之外被更改：回答或其对话已不存在，因此未保留该回答。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="847"/>
+        <location filename="../ui/main_window.py" line="848"/>
         <source>Editing an earlier message. Sending starts a new version of the conversation from here; the old version is kept (use ‹ › on the message to switch). Esc cancels.</source>
         <translation>正在编辑之前的消息。发送后将从这里开始对话的新版本；旧版本会保留（用消息上的 ‹ › 切换）。按 Esc 取消。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="864"/>
+        <location filename="../ui/main_window.py" line="865"/>
         <source>Answer copied</source>
         <translation>已复制回答</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="931"/>
+        <location filename="../ui/main_window.py" line="932"/>
         <source>%1 / %2 tokens</source>
         <translation>%1 / %2 词元</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="942"/>
+        <location filename="../ui/main_window.py" line="943"/>
         <source>Sending this pushes the %1 oldest message(s) out of the context: the model will not see them.</source>
         <translation>发送后，最早的 %1 条消息将被移出上下文，模型将看不到它们。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="945"/>
+        <location filename="../ui/main_window.py" line="946"/>
         <source>A message is too long for the context and will be shortened in the middle.</source>
         <translation>有一条消息超出上下文长度，将从中间截短。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="1079"/>
+        <location filename="../ui/main_window.py" line="1080"/>
         <source>Switching to %1 when this answer is done.</source>
         <translation>这个回答结束后切换到 %1。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="1091"/>
+        <location filename="../ui/main_window.py" line="1092"/>
         <source>Loading %1… — your chat stays</source>
         <translation>正在加载 %1… — 对话会保留</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="1140"/>
+        <location filename="../ui/main_window.py" line="1139"/>
         <source>Applying settings…</source>
         <translation>正在应用设置…</translation>
     </message>
@@ -1105,306 +1105,316 @@ Loaded in %2 s, warmed up in %3 s</source>
 <context>
     <name>ModelsDialog</name>
     <message>
-        <location filename="../ui/models_dialog.py" line="121"/>
         <location filename="../ui/models_dialog.py" line="122"/>
+        <location filename="../ui/models_dialog.py" line="123"/>
         <source>Models</source>
         <translation>模型</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="129"/>
+        <location filename="../ui/models_dialog.py" line="130"/>
         <source>Models folder:</source>
         <translation>模型文件夹：</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="131"/>
+        <location filename="../ui/models_dialog.py" line="132"/>
         <source>Models folder</source>
         <translation>模型文件夹</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="134"/>
+        <location filename="../ui/models_dialog.py" line="135"/>
         <source>Open folder</source>
         <translation>打开文件夹</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="135"/>
+        <location filename="../ui/models_dialog.py" line="136"/>
         <source>Open the models folder</source>
         <translation>打开模型文件夹</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="138"/>
+        <location filename="../ui/models_dialog.py" line="139"/>
         <source>Change folder…</source>
         <translation>更改文件夹…</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="139"/>
+        <location filename="../ui/models_dialog.py" line="140"/>
         <source>Change where models are stored</source>
         <translation>更改模型的存储位置</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="144"/>
+        <location filename="../ui/models_dialog.py" line="145"/>
         <source>Free disk space</source>
         <translation>可用磁盘空间</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="148"/>
-        <location filename="../ui/models_dialog.py" line="330"/>
+        <location filename="../ui/models_dialog.py" line="149"/>
+        <location filename="../ui/models_dialog.py" line="341"/>
         <source>Installed</source>
         <translation>已安装</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="152"/>
+        <location filename="../ui/models_dialog.py" line="153"/>
         <source>Default</source>
         <translation>默认</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="153"/>
-        <location filename="../ui/models_dialog.py" line="193"/>
+        <location filename="../ui/models_dialog.py" line="154"/>
+        <location filename="../ui/models_dialog.py" line="194"/>
         <source>Name</source>
         <translation>名称</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="154"/>
+        <location filename="../ui/models_dialog.py" line="155"/>
         <source>Precision</source>
         <translation>精度</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="155"/>
+        <location filename="../ui/models_dialog.py" line="156"/>
         <source>Size on disk</source>
         <translation>占用空间</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="156"/>
+        <location filename="../ui/models_dialog.py" line="157"/>
         <source>Source</source>
         <translation>来源</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="157"/>
+        <location filename="../ui/models_dialog.py" line="158"/>
         <source>Checksum</source>
         <translation>校验和</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="159"/>
+        <location filename="../ui/models_dialog.py" line="160"/>
         <source>Installed models</source>
         <translation>已安装的模型</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="166"/>
+        <location filename="../ui/models_dialog.py" line="167"/>
         <source>No model is installed yet: download one below, or import a file you already have.</source>
         <translation>尚未安装模型：请在下方下载，或导入已有的文件。</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="168"/>
+        <location filename="../ui/models_dialog.py" line="169"/>
         <source>No models yet</source>
         <translation>尚无模型</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="171"/>
+        <location filename="../ui/models_dialog.py" line="172"/>
         <source>Set as default</source>
         <translation>设为默认</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="172"/>
+        <location filename="../ui/models_dialog.py" line="173"/>
         <source>Make the selected model the default</source>
         <translation>将所选模型设为默认</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="175"/>
+        <location filename="../ui/models_dialog.py" line="176"/>
         <source>Delete…</source>
         <translation>删除…</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="176"/>
+        <location filename="../ui/models_dialog.py" line="177"/>
         <source>Delete the selected model</source>
         <translation>删除所选模型</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="180"/>
+        <location filename="../ui/models_dialog.py" line="181"/>
         <source>Import from disk…</source>
         <translation>从磁盘导入…</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="181"/>
+        <location filename="../ui/models_dialog.py" line="182"/>
         <source>Import a model from disk</source>
         <translation>从磁盘导入模型</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="183"/>
+        <location filename="../ui/models_dialog.py" line="184"/>
         <source>GGUF file…</source>
         <translation>GGUF 文件…</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="184"/>
+        <location filename="../ui/models_dialog.py" line="185"/>
         <source>Hugging Face folder or model folder…</source>
         <translation>Hugging Face 文件夹或模型文件夹…</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="190"/>
+        <location filename="../ui/models_dialog.py" line="191"/>
         <source>Available to download</source>
         <translation>可下载</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="193"/>
+        <location filename="../ui/models_dialog.py" line="194"/>
         <source>About</source>
         <translation>简介</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="193"/>
-        <location filename="../ui/models_dialog.py" line="337"/>
+        <location filename="../ui/models_dialog.py" line="194"/>
+        <location filename="../ui/models_dialog.py" line="348"/>
         <source>Download</source>
         <translation>下载</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="193"/>
+        <location filename="../ui/models_dialog.py" line="194"/>
         <source>Licence</source>
         <translation>许可证</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="194"/>
+        <location filename="../ui/models_dialog.py" line="195"/>
         <source>Models available to download</source>
         <translation>可下载的模型</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="201"/>
+        <location filename="../ui/models_dialog.py" line="202"/>
         <source>From the Hugging Face hub; nothing is fetched until you press Download. Each file is checked against the hub&apos;s SHA-256, then converted into a model folder here.</source>
         <translation>来自 Hugging Face 模型库；在点击“下载”之前不会获取任何内容。每个文件都会与模型库的 SHA-256 校验，然后在本机转换为模型文件夹。</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="207"/>
+        <location filename="../ui/models_dialog.py" line="208"/>
         <source>About downloads</source>
         <translation>关于下载</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="212"/>
+        <location filename="../ui/models_dialog.py" line="213"/>
         <source>Status</source>
         <translation>状态</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="217"/>
+        <location filename="../ui/models_dialog.py" line="218"/>
         <source>Close</source>
         <translation>关闭</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="221"/>
+        <location filename="../ui/models_dialog.py" line="222"/>
         <source>The catalogue cannot be read: %1</source>
         <translation>无法读取模型目录：%1</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="229"/>
+        <location filename="../ui/models_dialog.py" line="230"/>
         <source>Select all</source>
         <translation>全选</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="259"/>
+        <location filename="../ui/models_dialog.py" line="260"/>
         <source>%1 free on this disk</source>
         <translation>此磁盘可用 %1</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="267"/>
+        <location filename="../ui/models_dialog.py" line="268"/>
         <source>The models folder cannot be read: %1</source>
         <translation>无法读取模型文件夹：%1</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="279"/>
+        <location filename="../ui/models_dialog.py" line="280"/>
         <source>(in use)</source>
         <translation>（使用中）</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="281"/>
+        <location filename="../ui/models_dialog.py" line="282"/>
         <source>(broken: delete it or import it again)</source>
         <translation>（已损坏：请删除或重新导入）</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="285"/>
+        <location filename="../ui/models_dialog.py" line="286"/>
         <source>Included with the app</source>
         <translation>随应用附带</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="287"/>
+        <location filename="../ui/models_dialog.py" line="288"/>
         <source>Included with the app, in %1 (read-only: it cannot be deleted)</source>
         <translation>随应用附带，位于 %1（只读：不能删除）</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="290"/>
+        <location filename="../ui/models_dialog.py" line="291"/>
         <source>The default: opened when the app starts</source>
         <translation>默认：应用启动时打开</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="335"/>
+        <location filename="../ui/models_dialog.py" line="321"/>
+        <source>imported from %1</source>
+        <translation>从 %1 导入</translation>
+    </message>
+    <message>
+        <location filename="../ui/models_dialog.py" line="324"/>
+        <source>unknown (a folder found without an install record)</source>
+        <translation>来源不明（该文件夹没有安装记录）</translation>
+    </message>
+    <message>
+        <location filename="../ui/models_dialog.py" line="346"/>
         <source>Resume (%1 kept)</source>
         <translation>继续（已保留 %1）</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="340"/>
+        <location filename="../ui/models_dialog.py" line="351"/>
         <source>Download %1</source>
         <translation>下载 %1</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="378"/>
+        <location filename="../ui/models_dialog.py" line="389"/>
         <source>Included with the app: it is read-only and cannot be deleted</source>
         <translation>随应用附带：只读，不能删除</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="400"/>
+        <location filename="../ui/models_dialog.py" line="411"/>
         <source>%1 is now the default; the app switches to it when this window closes.</source>
         <translation>%1 现在是默认模型；关闭此窗口后应用将切换到它。</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="415"/>
+        <location filename="../ui/models_dialog.py" line="426"/>
         <source>Model in use</source>
         <translation>使用中的模型</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="417"/>
+        <location filename="../ui/models_dialog.py" line="428"/>
         <source>%1 is the model in use, so it is not deleted. Make another model the default (Set as default), close this window so the app switches to it, then delete this one.</source>
         <translation>%1 是正在使用的模型，因此不会被删除。请先将另一个模型设为默认（“设为默认”），关闭此窗口让应用切换过去，再删除此模型。</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="427"/>
+        <location filename="../ui/models_dialog.py" line="438"/>
         <source>Delete model</source>
         <translation>删除模型</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="429"/>
+        <location filename="../ui/models_dialog.py" line="440"/>
         <source>Delete %1? Its folder (%2, %3) is removed from disk. It can be downloaded or imported again.</source>
         <translation>删除 %1？其文件夹（%2，%3）将从磁盘中移除。之后可以重新下载或导入。</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="447"/>
+        <location filename="../ui/models_dialog.py" line="458"/>
         <source>Deleted %1.</source>
         <translation>已删除 %1。</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="458"/>
+        <location filename="../ui/models_dialog.py" line="469"/>
         <source>Where to store models</source>
         <translation>模型存储位置</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="470"/>
+        <location filename="../ui/models_dialog.py" line="481"/>
         <source>Models are now stored in %1. The models in %2 stay there (move them by hand if you like).</source>
         <translation>模型现在存储在 %1。%2 中的模型会留在原处（如需要可手动移动）。</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="476"/>
+        <location filename="../ui/models_dialog.py" line="487"/>
         <source>The setting could not be saved: %1</source>
         <translation>无法保存设置：%1</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="526"/>
+        <location filename="../ui/models_dialog.py" line="537"/>
         <source>Import a GGUF file</source>
         <translation>导入 GGUF 文件</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="526"/>
+        <location filename="../ui/models_dialog.py" line="537"/>
         <source>GGUF models (*.gguf)</source>
         <translation>GGUF 模型 (*.gguf)</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="533"/>
+        <location filename="../ui/models_dialog.py" line="544"/>
         <source>Import a model folder</source>
         <translation>导入模型文件夹</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="538"/>
+        <location filename="../ui/models_dialog.py" line="549"/>
         <source>Installed %1.</source>
         <translation>已安装 %1。</translation>
     </message>
@@ -1412,65 +1422,65 @@ Loaded in %2 s, warmed up in %3 s</source>
 <context>
     <name>PresetsDialog</name>
     <message>
-        <location filename="../ui/presets.py" line="137"/>
-        <location filename="../ui/presets.py" line="153"/>
+        <location filename="../ui/presets.py" line="169"/>
+        <location filename="../ui/presets.py" line="185"/>
         <source>Your presets</source>
         <translation>你的预设</translation>
     </message>
     <message>
-        <location filename="../ui/presets.py" line="144"/>
+        <location filename="../ui/presets.py" line="176"/>
         <source>A preset is the system prompt a chat starts with: what the model is told before your first message. Choose one for each chat at the top of the window.</source>
         <translation>预设就是对话使用的系统提示词：在你的第一条消息之前告诉模型的话。可以在窗口顶部为每个对话选择一个。</translation>
     </message>
     <message>
-        <location filename="../ui/presets.py" line="157"/>
-        <location filename="../ui/presets.py" line="158"/>
+        <location filename="../ui/presets.py" line="189"/>
+        <location filename="../ui/presets.py" line="190"/>
         <source>New preset</source>
         <translation>新建预设</translation>
     </message>
     <message>
-        <location filename="../ui/presets.py" line="160"/>
+        <location filename="../ui/presets.py" line="192"/>
         <source>Delete</source>
         <translation>删除</translation>
     </message>
     <message>
-        <location filename="../ui/presets.py" line="161"/>
+        <location filename="../ui/presets.py" line="193"/>
         <source>Delete the preset</source>
         <translation>删除这个预设</translation>
     </message>
     <message>
-        <location filename="../ui/presets.py" line="169"/>
+        <location filename="../ui/presets.py" line="201"/>
         <source>Preset name</source>
         <translation>预设名称</translation>
     </message>
     <message>
-        <location filename="../ui/presets.py" line="172"/>
+        <location filename="../ui/presets.py" line="204"/>
         <source>Name:</source>
         <translation>名称：</translation>
     </message>
     <message>
-        <location filename="../ui/presets.py" line="174"/>
+        <location filename="../ui/presets.py" line="206"/>
         <source>Preset system prompt</source>
         <translation>预设的系统提示词</translation>
     </message>
     <message>
-        <location filename="../ui/presets.py" line="175"/>
+        <location filename="../ui/presets.py" line="207"/>
         <source>You are …</source>
         <translation>你是……</translation>
     </message>
     <message>
-        <location filename="../ui/presets.py" line="177"/>
+        <location filename="../ui/presets.py" line="209"/>
         <source>System prompt:</source>
         <translation>系统提示词：</translation>
     </message>
     <message>
-        <location filename="../ui/presets.py" line="220"/>
+        <location filename="../ui/presets.py" line="252"/>
         <source>(no name)</source>
         <translation>（无名称）</translation>
     </message>
     <message>
-        <location filename="../ui/presets.py" line="226"/>
-        <location filename="../ui/presets.py" line="241"/>
+        <location filename="../ui/presets.py" line="258"/>
+        <location filename="../ui/presets.py" line="273"/>
         <source>My preset</source>
         <translation>我的预设</translation>
     </message>
@@ -1478,300 +1488,300 @@ Loaded in %2 s, warmed up in %3 s</source>
 <context>
     <name>SettingsDialog</name>
     <message>
-        <location filename="../ui/settings_dialog.py" line="83"/>
         <location filename="../ui/settings_dialog.py" line="84"/>
+        <location filename="../ui/settings_dialog.py" line="85"/>
         <source>Settings</source>
         <translation>设置</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="97"/>
+        <location filename="../ui/settings_dialog.py" line="98"/>
         <source>Auto (fastest measured; %1 physical cores)</source>
         <translation>自动（实测最快；%1 个物理核心）</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="99"/>
+        <location filename="../ui/settings_dialog.py" line="100"/>
         <source>Auto (fastest measured)</source>
         <translation>自动（实测最快）</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="103"/>
+        <location filename="../ui/settings_dialog.py" line="104"/>
         <source>Measured speeds</source>
         <translation>测得的速度</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="107"/>
+        <location filename="../ui/settings_dialog.py" line="108"/>
         <source>now %1</source>
         <translation>当前 %1</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="109"/>
+        <location filename="../ui/settings_dialog.py" line="110"/>
         <source>%1 → %2 tokens/s</source>
         <translation>%1 → 每秒 %2 个词元</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="113"/>
+        <location filename="../ui/settings_dialog.py" line="114"/>
         <source>Measured on this computer (threads → speed): %1</source>
         <translation>在这台电脑上测得（线程数 → 速度）：%1</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="117"/>
+        <location filename="../ui/settings_dialog.py" line="118"/>
         <source>Auto measures the speed of each count once, when the app is idle.</source>
         <translation>“自动”会在应用空闲时对每种线程数测一次速度。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="123"/>
+        <location filename="../ui/settings_dialog.py" line="124"/>
         <source>CPU threads</source>
         <translation>CPU 线程数</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="124"/>
+        <location filename="../ui/settings_dialog.py" line="125"/>
         <source>CPU threads:</source>
         <translation>CPU 线程数：</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="127"/>
+        <location filename="../ui/settings_dialog.py" line="128"/>
         <source>Context limit</source>
         <translation>上下文上限</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="129"/>
-        <location filename="../ui/settings_dialog.py" line="132"/>
+        <location filename="../ui/settings_dialog.py" line="130"/>
+        <location filename="../ui/settings_dialog.py" line="133"/>
         <source> tokens</source>
         <translation> 词元</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="130"/>
+        <location filename="../ui/settings_dialog.py" line="131"/>
         <source>Context limit:</source>
         <translation>上下文上限：</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="131"/>
+        <location filename="../ui/settings_dialog.py" line="132"/>
         <source>Maximum reply length</source>
         <translation>最长回答</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="133"/>
+        <location filename="../ui/settings_dialog.py" line="134"/>
         <source>Maximum reply length:</source>
         <translation>最长回答：</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="134"/>
+        <location filename="../ui/settings_dialog.py" line="135"/>
         <source>Temperature</source>
         <translation>温度</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="135"/>
+        <location filename="../ui/settings_dialog.py" line="136"/>
         <source>Temperature:</source>
         <translation>温度：</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="136"/>
+        <location filename="../ui/settings_dialog.py" line="137"/>
         <source>Top-p</source>
         <translation>Top-p</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="137"/>
+        <location filename="../ui/settings_dialog.py" line="138"/>
         <source>Top-p:</source>
         <translation>Top-p：</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="138"/>
+        <location filename="../ui/settings_dialog.py" line="139"/>
         <source>Top-k</source>
         <translation>Top-k</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="139"/>
+        <location filename="../ui/settings_dialog.py" line="140"/>
         <source>off</source>
         <translation>关闭</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="140"/>
+        <location filename="../ui/settings_dialog.py" line="141"/>
         <source>Top-k:</source>
         <translation>Top-k：</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="141"/>
+        <location filename="../ui/settings_dialog.py" line="142"/>
         <source>Repetition penalty</source>
         <translation>重复惩罚</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="142"/>
+        <location filename="../ui/settings_dialog.py" line="143"/>
         <source>Repetition penalty:</source>
         <translation>重复惩罚：</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="143"/>
+        <location filename="../ui/settings_dialog.py" line="144"/>
         <source>Seed</source>
         <translation>随机种子</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="144"/>
+        <location filename="../ui/settings_dialog.py" line="145"/>
         <source>random</source>
         <translation>随机</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="145"/>
+        <location filename="../ui/settings_dialog.py" line="146"/>
         <source>Seed:</source>
         <translation>随机种子：</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="148"/>
+        <location filename="../ui/settings_dialog.py" line="150"/>
         <source>System prompt</source>
         <translation>系统提示</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="150"/>
+        <location filename="../ui/settings_dialog.py" line="152"/>
         <source>System prompt:</source>
         <translation>系统提示：</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="154"/>
-        <location filename="../ui/settings_dialog.py" line="165"/>
+        <location filename="../ui/settings_dialog.py" line="156"/>
+        <location filename="../ui/settings_dialog.py" line="167"/>
         <source>Same as the system</source>
         <translation>跟随系统</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="155"/>
+        <location filename="../ui/settings_dialog.py" line="157"/>
         <source>Light</source>
         <translation>浅色</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="156"/>
+        <location filename="../ui/settings_dialog.py" line="158"/>
         <source>Dark</source>
         <translation>深色</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="160"/>
+        <location filename="../ui/settings_dialog.py" line="162"/>
         <source>Theme</source>
         <translation>主题</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="161"/>
+        <location filename="../ui/settings_dialog.py" line="163"/>
         <source>Theme:</source>
         <translation>主题：</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="167"/>
+        <location filename="../ui/settings_dialog.py" line="169"/>
         <source>Language (applies at the next start)</source>
         <translation>语言（下次启动时生效）</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="168"/>
+        <location filename="../ui/settings_dialog.py" line="170"/>
         <source>Language (next start):</source>
         <translation>语言（下次启动）：</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="172"/>
+        <location filename="../ui/settings_dialog.py" line="174"/>
         <source>Model in use</source>
         <translation>使用的模型</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="181"/>
+        <location filename="../ui/settings_dialog.py" line="183"/>
         <source>Import from disk…</source>
         <translation>从磁盘导入…</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="182"/>
+        <location filename="../ui/settings_dialog.py" line="184"/>
         <source>Import a model from disk</source>
         <translation>从磁盘导入模型</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="184"/>
+        <location filename="../ui/settings_dialog.py" line="186"/>
         <source>GGUF file…</source>
         <translation>GGUF 文件…</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="185"/>
+        <location filename="../ui/settings_dialog.py" line="187"/>
         <source>Hugging Face folder…</source>
         <translation>Hugging Face 文件夹…</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="189"/>
+        <location filename="../ui/settings_dialog.py" line="191"/>
         <source>Model:</source>
         <translation>模型：</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="190"/>
+        <location filename="../ui/settings_dialog.py" line="192"/>
         <source>To download models, use the Models page.</source>
         <translation>要下载模型，请使用“模型”页面。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="195"/>
+        <location filename="../ui/settings_dialog.py" line="197"/>
         <source>Serve the model to other apps on this computer</source>
         <translation>向本机上的其他应用提供此模型</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="196"/>
+        <location filename="../ui/settings_dialog.py" line="198"/>
         <source>Local server</source>
         <translation>本地服务器</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="198"/>
+        <location filename="../ui/settings_dialog.py" line="200"/>
         <source>Local server:</source>
         <translation>本地服务器：</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="199"/>
+        <location filename="../ui/settings_dialog.py" line="201"/>
         <source>Local server port</source>
         <translation>本地服务器端口</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="200"/>
+        <location filename="../ui/settings_dialog.py" line="202"/>
         <source>Port:</source>
         <translation>端口：</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="202"/>
+        <location filename="../ui/settings_dialog.py" line="204"/>
         <source>none (any app on this computer may use it)</source>
         <translation>无（本机上的任何应用都可使用）</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="203"/>
+        <location filename="../ui/settings_dialog.py" line="205"/>
         <source>Local server API key</source>
         <translation>本地服务器 API 密钥</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="204"/>
+        <location filename="../ui/settings_dialog.py" line="206"/>
         <source>API key:</source>
         <translation>API 密钥：</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="207"/>
+        <location filename="../ui/settings_dialog.py" line="209"/>
         <source>Local server address</source>
         <translation>本地服务器地址</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="216"/>
+        <location filename="../ui/settings_dialog.py" line="218"/>
         <source>Apply settings</source>
         <translation>应用设置</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="217"/>
+        <location filename="../ui/settings_dialog.py" line="219"/>
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="228"/>
+        <location filename="../ui/settings_dialog.py" line="230"/>
         <source>OpenAI base URL %1/v1, chat page %1/</source>
         <translation>OpenAI 基础 URL %1/v1，聊天页面 %1/</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="230"/>
+        <location filename="../ui/settings_dialog.py" line="232"/>
         <source>Off: nothing listens on the network.</source>
         <translation>关闭：不在网络上监听任何端口。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="276"/>
+        <location filename="../ui/settings_dialog.py" line="278"/>
         <source>Import a GGUF file</source>
         <translation>导入 GGUF 文件</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="276"/>
+        <location filename="../ui/settings_dialog.py" line="278"/>
         <source>GGUF models (*.gguf)</source>
         <translation>GGUF 模型 (*.gguf)</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="284"/>
+        <location filename="../ui/settings_dialog.py" line="286"/>
         <source>Import a Hugging Face folder</source>
         <translation>导入 Hugging Face 文件夹</translation>
     </message>
@@ -2041,6 +2051,34 @@ Loaded in %2 s, warmed up in %3 s</source>
     </message>
 </context>
 <context>
+    <name>catalog</name>
+    <message>
+        <location filename="../ui/catalog_texts.py" line="18"/>
+        <source>The default: small and fast on any laptop CPU; good for everyday questions and short texts.</source>
+        <translation>默认模型：小巧，在任何笔记本电脑的 CPU 上都很快；适合日常问答和短文本。</translation>
+    </message>
+    <message>
+        <location filename="../ui/catalog_texts.py" line="22"/>
+        <source>Noticeably better answers, about three times slower; wants 4 GB of free memory.</source>
+        <translation>回答明显更好，速度约慢三倍；需要 4 GB 空闲内存。</translation>
+    </message>
+    <message>
+        <location filename="../ui/catalog_texts.py" line="25"/>
+        <source>Tuned for code: explaining, writing and fixing small pieces of code.</source>
+        <translation>专为代码调优：解释、编写和修复小段代码。</translation>
+    </message>
+    <message>
+        <location filename="../ui/catalog_texts.py" line="26"/>
+        <source>The better code model of the two; wants 4 GB of free memory.</source>
+        <translation>两个代码模型中更强的一个；需要 4 GB 空闲内存。</translation>
+    </message>
+    <message>
+        <location filename="../ui/catalog_texts.py" line="27"/>
+        <source>The ONNX export published by onnx-community (4-bit weights), used as it is: nothing is built on this machine.</source>
+        <translation>onnx-community 发布的 ONNX 导出版本（4 位权重），直接使用：不在这台电脑上构建。</translation>
+    </message>
+</context>
+<context>
     <name>parent</name>
     <message>
         <location filename="../ui/chat_view.py" line="58"/>
@@ -2056,24 +2094,47 @@ Loaded in %2 s, warmed up in %3 s</source>
 <context>
     <name>presets</name>
     <message>
-        <location filename="../ui/presets.py" line="56"/>
+        <location filename="../ui/presets.py" line="58"/>
         <source>Assistant</source>
         <translation>助手</translation>
     </message>
     <message>
-        <location filename="../ui/presets.py" line="59"/>
+        <location filename="../ui/presets.py" line="61"/>
         <source>Coder</source>
         <translation>程序员</translation>
     </message>
     <message>
-        <location filename="../ui/presets.py" line="66"/>
+        <location filename="../ui/presets.py" line="73"/>
         <source>Translator (Chinese ↔ English)</source>
         <translation>翻译（中文 ↔ 英文）</translation>
     </message>
     <message>
-        <location filename="../ui/presets.py" line="74"/>
+        <location filename="../ui/presets.py" line="86"/>
         <source>Concise</source>
         <translation>简洁</translation>
+    </message>
+</context>
+<context>
+    <name>prompts</name>
+    <message>
+        <location filename="../ui/presets.py" line="63"/>
+        <source>You are an expert programmer. Answer with correct, idiomatic, complete code in fenced code blocks that name their language, then explain it briefly. Point out bugs, edge cases and simpler ways when you see them. If the request is ambiguous, say what you assumed.</source>
+        <translation>你是一名资深程序员。请给出正确、地道、完整的代码，放在标明语言的代码块中，然后简要解释。发现错误、边界情况或更简单的写法时请指出。如果请求有歧义，请说明你做了哪些假设。</translation>
+    </message>
+    <message>
+        <location filename="../ui/presets.py" line="75"/>
+        <source>You are a translator between Chinese and English. If the user&apos;s text is Chinese, translate it into natural, fluent English; otherwise translate it into natural, fluent Simplified Chinese. Keep the meaning, tone and formatting (lists, code, line breaks). Reply with the translation only: do not answer questions in the text, explain it or add notes.</source>
+        <translation>你是一名中英互译的译者。如果用户的文字是中文，就译成自然、流畅的英文；否则译成自然、流畅的简体中文。保留原文的意思、语气和格式（列表、代码、换行）。只回复译文：不要回答文中的问题，不要解释，也不要加注释。</translation>
+    </message>
+    <message>
+        <location filename="../ui/presets.py" line="88"/>
+        <source>You are a helpful assistant. Answer as briefly as the question allows: a sentence or two, or a short list. No introduction, no summary, no repeating the question.</source>
+        <translation>你是一个乐于助人的助手。在问题允许的范围内尽量简短地回答：一两句话，或一个简短的列表。不要开场白，不要总结，也不要复述问题。</translation>
+    </message>
+    <message>
+        <location filename="../ui/presets.py" line="98"/>
+        <source>You are a helpful assistant.</source>
+        <translation>你是一个乐于助人的助手。</translation>
     </message>
 </context>
 </TS>

@@ -13,10 +13,40 @@ import time
 from pathlib import Path
 
 from PySide6.QtCore import QFileSystemWatcher, QLibraryInfo, QLocale, Qt, QTranslator
+from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QApplication, QWidget
 
 SHOW_REQUEST = "show-window.request"
 I18N_DIR = Path(__file__).resolve().parent.parent / "i18n"
+# Simplified Chinese faces, best first: without them Qt falls back to whichever CJK face the system lists
+# first, often Noto Sans CJK JP, whose Japanese glyph shapes differ from Chinese ones.
+CJK_FAMILIES = (
+    "Noto Sans CJK SC",
+    "Source Han Sans SC",
+    "WenQuanYi Micro Hei",
+    "Microsoft YaHei UI",
+    "Microsoft YaHei",
+    "PingFang SC",
+)
+# At the Latin base size (9 pt, 12 px) a Chinese character is 11 px high and its strokes run together.
+CJK_EXTRA_POINTS = 1.0
+
+
+def interface_locale(language: str) -> QLocale:
+    """The locale of the interface for the ``language`` setting ("system" or "" = the OS's)."""
+    return QLocale.system() if language in ("", "system") else QLocale(language)
+
+
+def interface_font(base: QFont, locale: QLocale) -> QFont:
+    """The application font for ``locale``: for Chinese, ``base`` one point larger with the Simplified
+    Chinese faces after its own family (Latin letters keep ``base``'s face); otherwise ``base``."""
+    if locale.language() != QLocale.Language.Chinese:
+        return base
+    font = QFont(base)
+    font.setFamilies([base.family(), *CJK_FAMILIES])
+    if base.pointSizeF() > 0:
+        font.setPointSizeF(base.pointSizeF() + CJK_EXTRA_POINTS)
+    return font
 
 
 def install_translators(app: QApplication, language: str) -> list[QTranslator]:
@@ -24,7 +54,7 @@ def install_translators(app: QApplication, language: str) -> list[QTranslator]:
 
     Returns the installed translators (keep them alive as long as the app).
     """
-    locale = QLocale.system() if language in ("", "system") else QLocale(language)
+    locale = interface_locale(language)
     installed = []
     ours = QTranslator(app)
     if ours.load(locale, "qwen_desktop", "_", str(I18N_DIR)):
@@ -125,6 +155,7 @@ def _run_window(app: QApplication, folder: Path) -> int:
     app.setDesktopFileName("qwen-desktop")  # matches the .desktop entry, so docks show the right icon
     settings, _warning = load_settings()  # the window reads them again and shows any warning
     translators = install_translators(app, settings.language)  # noqa: F841 - kept alive until exit
+    app.setFont(interface_font(app.font(), interface_locale(settings.language)))
 
     from qwen_desktop.ui.main_window import MainWindow
 

@@ -10,6 +10,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QComboBox, QFrame, QHBoxLayout, QLabel, QToolButton, QWidget
 
 from qwen_desktop.ui.markdown_render import reveal_bidi
+from qwen_desktop.ui.presets import shown_prompt
 from qwen_desktop.worker import emit
 
 OWN_PROMPT = ""  # the preset combo's item for a chat's own prompt (a preset since deleted, an old chat)
@@ -18,7 +19,7 @@ TIP = Qt.ItemDataRole.ToolTipRole
 
 
 def _tip(prompt: str) -> str:
-    prompt = reveal_bidi(prompt.strip())
+    prompt = reveal_bidi(shown_prompt(prompt).strip())
     return prompt if len(prompt) <= PROMPT_TIP_CHARS else prompt[: PROMPT_TIP_CHARS - 1] + "…"
 
 

@@ -38,6 +38,7 @@ from qwen_desktop.library.download import partial_bytes
 from qwen_desktop.library.registry import DOWNLOADS, InstalledModel, Registry, default_models_dir
 from qwen_desktop.storage.errors import StorageError
 from qwen_desktop.storage.settings import Settings, save_settings
+from qwen_desktop.ui.catalog_texts import description
 from qwen_desktop.ui.download_dialog import DownloadDialog
 from qwen_desktop.units import human_bytes
 from qwen_desktop.worker import emit
@@ -279,7 +280,7 @@ class ModelsDialog(QDialog):
                 name += " " + self.tr("(in use)")
             if model.broken:
                 name += " " + self.tr("(broken: delete it or import it again)")
-            source = model.source_text
+            source = self.source_text(model)
             source_tip = source
             if model.bundled:
                 source = self.tr("Included with the app")
@@ -312,6 +313,16 @@ class ModelsDialog(QDialog):
         table.setVisible(bool(self.installed))
         self.empty_label.setVisible(not self.installed)
 
+    def source_text(self, model: InstalledModel) -> str:
+        """Where ``model``'s weights came from, in the interface language (``InstalledModel.source_text`` is
+        the command line's English)."""
+        kind = model.source.get("kind")
+        if kind == "import":
+            return self.tr("imported from %1").replace("%1", str(model.source.get("path")))
+        if kind == "hub" or model.bundled:
+            return model.source_text  # "repo/file @ commit": names only (a bundled model is shown apart)
+        return self.tr("unknown (a folder found without an install record)")
+
     def _fill_available(self) -> None:
         table = self.available_table
         installed = {m.name for m in self.installed}
@@ -319,7 +330,7 @@ class ModelsDialog(QDialog):
         busy = self.download_dialog is not None and self.download_dialog.running
         for row, entry in enumerate(self.catalog):
             size = f"~{human_bytes(entry.approx_bytes)}" if entry.approx_bytes else "?"
-            about = entry.description or entry.source
+            about = description(entry) or entry.source
             cells = [entry.display_name, about, size, entry.license]
             tips = [f"{entry.name}\n{entry.source}", about, "", entry.license_url]
             for column, (text, tip) in enumerate(zip(cells, tips, strict=True)):

@@ -44,39 +44,71 @@ ASSISTANT = "assistant"  # the settings' own system prompt
 @dataclass(frozen=True)
 class BuiltinPreset:
     """A preset that ships with the app: its id, its name (translated when shown) and its prompt (None: the
-    settings' system prompt). The prompts are for the model and stay in English: Qwen answers in the
-    language it is spoken to."""
+    settings' system prompt). The prompts are sent to the model in English, the language Qwen's own default
+    system prompt is in (it answers in the language it is spoken to); the window shows them translated
+    (``shown_prompt``)."""
 
     id: str
     name: str
     prompt: str | None
 
 
+# QT_TRANSLATE_NOOP returns its text unchanged; str() gives it a type (it is typed as object).
 BUILTIN_PRESETS: tuple[BuiltinPreset, ...] = (
-    BuiltinPreset(ASSISTANT, QT_TRANSLATE_NOOP("presets", "Assistant"), None),
+    BuiltinPreset(ASSISTANT, str(QT_TRANSLATE_NOOP("presets", "Assistant")), None),
     BuiltinPreset(
         "coder",
-        QT_TRANSLATE_NOOP("presets", "Coder"),
-        "You are an expert programmer. Answer with correct, idiomatic, complete code in fenced code blocks "
-        "that name their language, then explain it briefly. Point out bugs, edge cases and simpler ways "
-        "when you see them. If the request is ambiguous, say what you assumed.",
+        str(QT_TRANSLATE_NOOP("presets", "Coder")),
+        str(
+            QT_TRANSLATE_NOOP(
+                "prompts",
+                "You are an expert programmer. Answer with correct, idiomatic, complete code in fenced code "
+                "blocks that name their language, then explain it briefly. Point out bugs, edge cases and "
+                "simpler ways when you see them. If the request is ambiguous, say what you assumed.",
+            )
+        ),
     ),
     BuiltinPreset(
         "translator",
-        QT_TRANSLATE_NOOP("presets", "Translator (Chinese ↔ English)"),
-        "You are a translator between Chinese and English. If the user's text is Chinese, translate it into "
-        "natural, fluent English; otherwise translate it into natural, fluent Simplified Chinese. Keep the "
-        "meaning, tone and formatting (lists, code, line breaks). Reply with the translation only: do not "
-        "answer questions in the text, explain it or add notes.",
+        str(QT_TRANSLATE_NOOP("presets", "Translator (Chinese ↔ English)")),
+        str(
+            QT_TRANSLATE_NOOP(
+                "prompts",
+                "You are a translator between Chinese and English. If the user's text is Chinese, translate it "
+                "into natural, fluent English; otherwise translate it into natural, fluent Simplified Chinese. "
+                "Keep the meaning, tone and formatting (lists, code, line breaks). Reply with the translation "
+                "only: do not answer questions in the text, explain it or add notes.",
+            )
+        ),
     ),
     BuiltinPreset(
         "concise",
-        QT_TRANSLATE_NOOP("presets", "Concise"),
-        "You are a helpful assistant. Answer as briefly as the question allows: a sentence or two, or a "
-        "short list. No introduction, no summary, no repeating the question.",
+        str(QT_TRANSLATE_NOOP("presets", "Concise")),
+        str(
+            QT_TRANSLATE_NOOP(
+                "prompts",
+                "You are a helpful assistant. Answer as briefly as the question allows: a sentence or two, or a "
+                "short list. No introduction, no summary, no repeating the question.",
+            )
+        ),
     ),
 )
 _BUILTIN = {p.id: p for p in BUILTIN_PRESETS}
+# The settings' default system prompt (``Settings.system_prompt``), for lupdate; tests check they match.
+DEFAULT_PROMPT = str(QT_TRANSLATE_NOOP("prompts", "You are a helpful assistant."))
+_ENGLISH_PROMPTS = frozenset([DEFAULT_PROMPT, *(p.prompt for p in BUILTIN_PRESETS if p.prompt is not None)])
+
+
+def shown_prompt(prompt: str) -> str:
+    """``prompt`` as the window shows it: a prompt that came with the app in the interface language, any
+    other text (the user's own) as it is."""
+    return QCoreApplication.translate("prompts", prompt) if prompt in _ENGLISH_PROMPTS else prompt
+
+
+def sent_prompt(shown: str) -> str:
+    """The prompt to keep and send for the text ``shown`` in an editor: a prompt that came with the app,
+    unchanged in its translation, goes back to the English the model is asked with."""
+    return next((p for p in _ENGLISH_PROMPTS if shown == shown_prompt(p)), shown)
 
 
 def builtin_name(preset: BuiltinPreset) -> str:

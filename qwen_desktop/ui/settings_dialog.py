@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
 )
 
 from qwen_desktop.storage.settings import CONTEXT_MAX, CONTEXT_MIN, Settings
+from qwen_desktop.ui.presets import sent_prompt, shown_prompt
 from qwen_desktop.worker import EngineBridge, emit
 
 if TYPE_CHECKING:
@@ -144,7 +145,8 @@ class SettingsDialog(QDialog):
         self.seed.setSpecialValueText(self.tr("random"))
         form.addRow(self.tr("Seed:"), self.seed)
 
-        self.system_prompt = QPlainTextEdit(settings.system_prompt)
+        # the prompt that came with the app shows translated, and is kept and sent in English (ui/presets.py)
+        self.system_prompt = QPlainTextEdit(shown_prompt(settings.system_prompt))
         self.system_prompt.setAccessibleName(self.tr("System prompt"))
         self.system_prompt.setFixedHeight(70)
         form.addRow(self.tr("System prompt:"), self.system_prompt)
@@ -259,7 +261,7 @@ class SettingsDialog(QDialog):
             top_k=self.top_k.value(),
             repetition_penalty=self.repetition.value(),
             seed=None if seed < 0 else seed,
-            system_prompt=self.system_prompt.toPlainText(),
+            system_prompt=sent_prompt(self.system_prompt.toPlainText()),
             theme=str(self.theme.currentData()),
             language=str(self.language.currentData()),
             model_path=self.model.currentData() or self.settings.model_path,

@@ -13,13 +13,14 @@ import time
 from pathlib import Path
 
 from PySide6.QtCore import QFileSystemWatcher, QLibraryInfo, QLocale, Qt, QTranslator
-from PySide6.QtGui import QFont
+from PySide6.QtGui import QFont, QFontInfo
 from PySide6.QtWidgets import QApplication, QWidget
 
 SHOW_REQUEST = "show-window.request"
 I18N_DIR = Path(__file__).resolve().parent.parent / "i18n"
-# Simplified Chinese faces, best first: without them Qt falls back to whichever CJK face the system lists
-# first, often Noto Sans CJK JP, whose Japanese glyph shapes differ from Chinese ones.
+# Simplified Chinese faces, best first. Listed first, they also draw the Latin letters of a Chinese line, so
+# both share one design and baseline (as on Chinese desktops); without them Qt falls back to whichever CJK
+# face the system lists first, often Noto Sans CJK JP, whose Japanese glyph shapes differ from Chinese ones.
 CJK_FAMILIES = (
     "Noto Sans CJK SC",
     "Source Han Sans SC",
@@ -38,12 +39,13 @@ def interface_locale(language: str) -> QLocale:
 
 
 def interface_font(base: QFont, locale: QLocale) -> QFont:
-    """The application font for ``locale``: for Chinese, ``base`` one point larger with the Simplified
-    Chinese faces after its own family (Latin letters keep ``base``'s face); otherwise ``base``."""
+    """The application font for ``locale``: for Chinese, ``base`` one point larger in the first Simplified
+    Chinese face installed (``base``'s own face after them, for a system with none); otherwise ``base``."""
     if locale.language() != QLocale.Language.Chinese:
         return base
     font = QFont(base)
-    font.setFamilies([base.family(), *CJK_FAMILIES])
+    # QFontInfo: the face "Sans Serif" stands for; a generic name in a family list is not looked up
+    font.setFamilies([*CJK_FAMILIES, QFontInfo(base).family()])
     if base.pointSizeF() > 0:
         font.setPointSizeF(base.pointSizeF() + CJK_EXTRA_POINTS)
     return font

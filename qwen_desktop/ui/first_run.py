@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QMimeData, Qt, Signal
+from PySide6.QtCore import QEvent, QMimeData, Qt, Signal
 from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import (
     QCommandLinkButton,
@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
 )
 
 from qwen_desktop.library.progress import build_plan, plan_minutes
+from qwen_desktop.ui.icons import icon
 from qwen_desktop.units import human_bytes
 from qwen_desktop.worker import emit
 
@@ -169,6 +170,17 @@ class FirstRunPage(QWidget):
         self.drop_hint.setAlignment(Qt.AlignmentFlag.AlignCenter)
         layout.addWidget(self.drop_hint)
         layout.addStretch(2)
+        self._draw_arrows()
+
+    def _draw_arrows(self) -> None:
+        # Fusion's command-link arrow is a fixed dark pixmap, lost on the dark theme: the app's own, in colour
+        for link in (self.bundled_button, self.download_button, self.import_button):
+            link.setIcon(icon("arrow", self.palette(), QPalette.ColorRole.Link))
+
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt's name
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.PaletteChange:
+            self._draw_arrows()
 
     def set_choices(self, bundled: InstalledModel | None, entry: CatalogEntry | None) -> None:
         """Offer ``bundled`` (a model that came with the app) and the download of ``entry``; None hides it."""

@@ -14,7 +14,20 @@ from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QSize
 from PySide6.QtGui import QColor, QGuiApplication, QIcon, QImageReader, QPalette, QPixmap
 
 ICON_DIR = Path(__file__).resolve().parent.parent / "resources" / "icons"
-NAMES = ("delete", "export", "import", "models", "more", "pin", "plus", "rename", "search", "settings")
+NAMES = (
+    "arrow",
+    "clear",
+    "delete",
+    "export",
+    "import",
+    "models",
+    "more",
+    "pin",
+    "plus",
+    "rename",
+    "search",
+    "settings",
+)
 _SIZES = (16, 20, 24, 32)
 
 

@@ -644,6 +644,10 @@ class Sidebar(QWidget):
         self.settings_button.setIcon(icon("settings", palette))
         self.chats_button.setIcon(icon("more", palette))
         self._search_icon.setIcon(icon("search", palette, QPalette.ColorRole.PlaceholderText))
+        # Qt's clear button draws a fixed dark pixmap, lost on the dark theme: it gets the app's own icon
+        clear = self.search.findChild(QAction, "_q_qlineeditclearaction")
+        if clear is not None:
+            clear.setIcon(icon("clear", palette, QPalette.ColorRole.PlaceholderText))
         for view in (self.chat_list, self.results_list):
             view.more_button.setIcon(icon("more", palette))
             view.colours = QPalette(palette)

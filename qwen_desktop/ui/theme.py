@@ -41,10 +41,15 @@ _LIGHT_ROLES = {
     QPalette.ColorRole.HighlightedText: "#ffffff",
 }
 
+# Dialog buttons say what they do in words, as Jan's and LM Studio's do: Fusion's stock icons on OK, Cancel,
+# Close, Yes and No are fixed pixmaps (a black cross on Close) that vanished on the dark theme.
 STYLE_SHEET = """
+QDialogButtonBox { dialogbuttonbox-buttons-have-icons: 0; }
 QFrame#userMessage { background: %(user)s; border: 1px solid %(user_border)s; border-radius: 14px; }
 QFrame#assistantMessage { background: transparent; border: none; }
 QLabel#answerFooter { color: %(muted)s; }
+QLabel#editedMark { color: %(muted)s; }
+QTableView { gridline-color: %(grid)s; }
 QFrame#errorBanner { background: %(banner)s; border: 1px solid %(banner_border)s; border-radius: 6px; }
 QFrame#composerFrame { background: %(base)s; border: 1px solid %(border)s; border-radius: 12px; }
 QFrame#attachmentChip { background: %(chip)s; border: 1px solid %(border)s; border-radius: 8px; }
@@ -84,6 +89,7 @@ def apply_theme(app: QApplication, theme: str) -> Colors:
             "muted": "#7d8590",
             "answer": "#22272e",
             "border": "#3d444d",
+            "grid": "#373e47",
             "banner": "#4a1d1d",
             "banner_border": "#8b2e2e",
             "base": "#14171b",
@@ -102,6 +108,7 @@ def apply_theme(app: QApplication, theme: str) -> Colors:
             "muted": "#6e7781",
             "answer": "#ffffff",
             "border": "#d0d7de",
+            "grid": "#d8dee4",
             "banner": "#ffebe9",
             "banner_border": "#ff8182",
             "base": "#ffffff",

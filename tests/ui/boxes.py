@@ -27,3 +27,21 @@ def answer_box(qtbot, how: str, tries: int = 500) -> list[str]:
 
     QTimer.singleShot(0, answer)
     return seen
+
+
+def on_dialog(qtbot, kind: type, act, tries: int = 500) -> list[object]:
+    """Once a modal dialog of ``kind`` is up (within ``tries`` polls 20 ms apart), call ``act(dialog)``; act
+    closes it (a key press, a click). Returns the list the dialog is appended to once it was seen."""
+    seen: list[object] = []
+
+    def look(left: int = tries) -> None:
+        dialog = QApplication.activeModalWidget()
+        if not isinstance(dialog, kind):
+            if left:
+                QTimer.singleShot(20, lambda: look(left - 1))
+            return
+        seen.append(dialog)
+        act(dialog)
+
+    QTimer.singleShot(0, look)
+    return seen

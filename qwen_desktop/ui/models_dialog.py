@@ -215,9 +215,15 @@ class ModelsDialog(QDialog):
         self.status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         layout.addWidget(self.status)
         close = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
-        close.button(QDialogButtonBox.StandardButton.Close).setAccessibleName(self.tr("Close"))
+        self.close_button = close.button(QDialogButtonBox.StandardButton.Close)
+        self.close_button.setAccessibleName(self.tr("Close"))
         close.rejected.connect(self.reject)
         layout.addWidget(close)
+        # Enter closes the page, whatever has the focus: no other button here is a dialog default (a dialog's
+        # buttons are, by default, and Enter pressed "Open folder", the first of them)
+        for button in self.findChildren(QPushButton):
+            button.setAutoDefault(False)
+        self.close_button.setDefault(True)
         if self.catalog_error:
             self.status.setText(self.tr("The catalogue cannot be read: %1").replace("%1", self.catalog_error))
         self.refresh()
@@ -336,6 +342,7 @@ class ModelsDialog(QDialog):
             for column, (text, tip) in enumerate(zip(cells, tips, strict=True)):
                 table.setItem(row, column, _item(text, entry.name, tip))
             button = QPushButton()
+            button.setAutoDefault(False)  # Enter is Close (see __init__)
             button.setProperty("model_name", entry.name)
             if entry.name in installed:
                 button.setText(self.tr("Installed"))

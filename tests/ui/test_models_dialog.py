@@ -13,7 +13,9 @@ from pathlib import Path
 
 import huggingface_hub
 import pytest
-from PySide6.QtWidgets import QAbstractButton, QFileDialog, QMessageBox, QTableWidget
+from PySide6.QtCore import QObject, Qt, QUrl, Slot
+from PySide6.QtGui import QDesktopServices
+from PySide6.QtWidgets import QDialog, QFileDialog, QMessageBox
 
 from qwen_desktop.library.catalog import find_entry, load_catalog
 from qwen_desktop.library.download import part_path
@@ -24,6 +26,7 @@ from qwen_desktop.ui.download_dialog import BAR_STEPS
 from qwen_desktop.ui.models_dialog import ModelsDialog
 from qwen_desktop.units import human_bytes
 from tests.hubserver import HubServer, serve_catalog
+from tests.ui.walk import unnamed
 
 DiskUsage = namedtuple("DiskUsage", "total used free")
 NAME = "qwen2.5-0.5b-instruct"
@@ -85,9 +88,7 @@ def test_lists_installed_models_and_the_catalogue_without_touching_the_network(
     assert dialog.download_button(NAME).text() == "Download"
     assert hub.requests == []  # the catalogue is local data: nothing was asked of the hub
 
-    controls = dialog.findChildren(QAbstractButton) + dialog.findChildren(QTableWidget)
-    unnamed = [f"{type(w).__name__} {w.text() if hasattr(w, 'text') else ''}" for w in controls]
-    assert not [u for u, w in zip(unnamed, controls, strict=True) if not w.accessibleName()]
+    assert unnamed(dialog) == []  # every control has an accessible name (tests/ui/walk.py)
 
 
 def test_download_shows_progress_builds_registers_and_offers_use(open_dialog, qtbot, hub, tiny_gguf):
@@ -117,7 +118,7 @@ def test_download_shows_progress_builds_registers_and_offers_use(open_dialog, qt
     assert not dialog.download_button(NAME).isEnabled()
     assert any(r.method == "GET" and r.server == "cdn" for r in hub.requests)
 
-    assert all(b.accessibleName() for b in pending.findChildren(QAbstractButton))
+    assert unnamed(pending) == []
 
     pending.use_button.click()
     assert dialog.result() == dialog.DialogCode.Accepted
@@ -357,3 +358,42 @@ def test_a_broken_model_folder_is_listed_and_deleted_from_the_dialog(
     assert asked and str(broken) in asked[-1]
     assert installed_names(dialog) == ["good"]
     assert not broken.exists()
+
+
+class OpenedUrls(QObject):
+    """Catches the URLs the app asks the desktop to open (``QDesktopServices.setUrlHandler``): nothing is
+    opened for real."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.urls: list[str] = []
+
+    @Slot(QUrl)
+    def open(self, url: QUrl) -> None:
+        self.urls.append(url.toLocalFile())
+
+
+@pytest.fixture
+def opened_urls():
+    catcher = OpenedUrls()
+    QDesktopServices.setUrlHandler("file", catcher, "open")
+    yield catcher
+    QDesktopServices.unsetUrlHandler("file")
+
+
+def test_enter_closes_the_page_and_never_opens_the_folder(open_dialog, qtbot, tiny_model_dir, opened_urls):
+    model = install_copy(tiny_model_dir, "tiny")
+    dialog = open_dialog(model_in_use=model.folder)
+    assert dialog.close_button.isDefault() and not dialog.open_folder_button.isDefault()
+    # Enter with the focus on the button itself, then in the table: the page closes, no folder opens
+    for target in (dialog.open_folder_button, dialog.installed_table):
+        dialog.show()
+        target.setFocus()
+        qtbot.waitUntil(target.hasFocus)
+        qtbot.keyClick(target, Qt.Key.Key_Return)
+        assert not dialog.isVisible()
+        assert dialog.result() == QDialog.DialogCode.Rejected
+    assert opened_urls.urls == []
+    dialog.show()
+    qtbot.mouseClick(dialog.open_folder_button, Qt.MouseButton.LeftButton)  # a click still opens it
+    assert opened_urls.urls == [str(paths.models_dir())]

@@ -88,7 +88,7 @@
 <context>
     <name>ChatView</name>
     <message>
-        <location filename="../ui/chat_view.py" line="353"/>
+        <location filename="../ui/chat_view.py" line="361"/>
         <source>Conversation</source>
         <translation>对话</translation>
     </message>
@@ -564,123 +564,123 @@
 <context>
     <name>FirstRunPage</name>
     <message>
-        <location filename="../ui/first_run.py" line="93"/>
-        <location filename="../ui/first_run.py" line="107"/>
+        <location filename="../ui/first_run.py" line="94"/>
+        <location filename="../ui/first_run.py" line="108"/>
         <source>Choose a model</source>
         <translation>选择模型</translation>
     </message>
     <message>
-        <location filename="../ui/first_run.py" line="106"/>
+        <location filename="../ui/first_run.py" line="107"/>
         <source>&lt;h2&gt;Choose a model&lt;/h2&gt;</source>
         <translation>&lt;h2&gt;选择模型&lt;/h2&gt;</translation>
     </message>
     <message>
-        <location filename="../ui/first_run.py" line="111"/>
+        <location filename="../ui/first_run.py" line="112"/>
         <source>Qwen Desktop answers with a model that runs on this computer: what you type never leaves it. Pick one to start.</source>
         <translation>Qwen 桌面版使用在这台电脑上运行的模型来回答：你输入的内容不会离开这台电脑。请选择一个开始。</translation>
     </message>
     <message>
-        <location filename="../ui/first_run.py" line="116"/>
+        <location filename="../ui/first_run.py" line="117"/>
         <source>About this page</source>
         <translation>关于此页</translation>
     </message>
     <message>
-        <location filename="../ui/first_run.py" line="121"/>
+        <location filename="../ui/first_run.py" line="122"/>
         <source>What went wrong</source>
         <translation>出了什么问题</translation>
     </message>
     <message>
-        <location filename="../ui/first_run.py" line="127"/>
+        <location filename="../ui/first_run.py" line="128"/>
         <source>Use the model included with the app</source>
         <translation>使用随应用附带的模型</translation>
     </message>
     <message>
-        <location filename="../ui/first_run.py" line="134"/>
+        <location filename="../ui/first_run.py" line="135"/>
         <source>Download a model</source>
         <translation>下载模型</translation>
     </message>
     <message>
-        <location filename="../ui/first_run.py" line="141"/>
+        <location filename="../ui/first_run.py" line="142"/>
         <source>Use a model file you already have…</source>
         <translation>使用已有的模型文件…</translation>
     </message>
     <message>
-        <location filename="../ui/first_run.py" line="143"/>
+        <location filename="../ui/first_run.py" line="144"/>
         <source>For example one you downloaded for LM Studio or Ollama. It is prepared once for this app; the file itself is left as it is.</source>
         <translation>例如你为 LM Studio 或 Ollama 下载的文件。它会为本应用准备一次；文件本身保持不变。</translation>
     </message>
     <message>
-        <location filename="../ui/first_run.py" line="147"/>
+        <location filename="../ui/first_run.py" line="148"/>
         <source>Choose a model file on this computer</source>
         <translation>选择这台电脑上的模型文件</translation>
     </message>
     <message>
-        <location filename="../ui/first_run.py" line="152"/>
+        <location filename="../ui/first_run.py" line="153"/>
         <source>Choose a folder instead…</source>
         <translation>改为选择文件夹…</translation>
     </message>
     <message>
-        <location filename="../ui/first_run.py" line="153"/>
+        <location filename="../ui/first_run.py" line="154"/>
         <source>Choose a model folder on this computer</source>
         <translation>选择这台电脑上的模型文件夹</translation>
     </message>
     <message>
-        <location filename="../ui/first_run.py" line="158"/>
+        <location filename="../ui/first_run.py" line="159"/>
         <source>More models…</source>
         <translation>更多模型…</translation>
     </message>
     <message>
-        <location filename="../ui/first_run.py" line="159"/>
+        <location filename="../ui/first_run.py" line="160"/>
         <source>Show all the models you can download</source>
         <translation>显示所有可下载的模型</translation>
     </message>
     <message>
-        <location filename="../ui/first_run.py" line="166"/>
+        <location filename="../ui/first_run.py" line="167"/>
         <source>Or drop a model file or folder anywhere on this window.</source>
         <translation>也可以把模型文件或文件夹拖放到此窗口的任意位置。</translation>
     </message>
     <message>
-        <location filename="../ui/first_run.py" line="167"/>
+        <location filename="../ui/first_run.py" line="168"/>
         <source>Drop a model here</source>
         <translation>把模型拖放到这里</translation>
     </message>
     <message>
-        <location filename="../ui/first_run.py" line="177"/>
+        <location filename="../ui/first_run.py" line="189"/>
         <source>Start with %1</source>
         <translation>使用 %1 开始</translation>
     </message>
     <message>
-        <location filename="../ui/first_run.py" line="179"/>
+        <location filename="../ui/first_run.py" line="191"/>
         <source>Included with the app, ready at once (%1 on disk).</source>
         <translation>随应用附带，立即可用（占用 %1）。</translation>
     </message>
     <message>
-        <location filename="../ui/first_run.py" line="185"/>
+        <location filename="../ui/first_run.py" line="197"/>
         <source>Download %1</source>
         <translation>下载 %1</translation>
     </message>
     <message>
-        <location filename="../ui/first_run.py" line="186"/>
+        <location filename="../ui/first_run.py" line="198"/>
         <source>a few hundred MB</source>
         <translation>几百 MB</translation>
     </message>
     <message>
-        <location filename="../ui/first_run.py" line="189"/>
+        <location filename="../ui/first_run.py" line="201"/>
         <source>Downloads %1, then takes about %2 min to get ready on a 2-core laptop. Only this step uses the internet.</source>
         <translation>下载 %1，然后在双核笔记本电脑上大约需要 %2 分钟准备。只有这一步会用到网络。</translation>
     </message>
     <message>
-        <location filename="../ui/first_run.py" line="208"/>
+        <location filename="../ui/first_run.py" line="220"/>
         <source>Choose a model file</source>
         <translation>选择模型文件</translation>
     </message>
     <message>
-        <location filename="../ui/first_run.py" line="210"/>
+        <location filename="../ui/first_run.py" line="222"/>
         <source>Model files (*.gguf);;All files (*)</source>
         <translation>模型文件 (*.gguf);;所有文件 (*)</translation>
     </message>
     <message>
-        <location filename="../ui/first_run.py" line="217"/>
+        <location filename="../ui/first_run.py" line="229"/>
         <source>Choose a model folder</source>
         <translation>选择模型文件夹</translation>
     </message>
@@ -688,157 +688,167 @@
 <context>
     <name>MainWindow</name>
     <message>
-        <location filename="../ui/main_window.py" line="135"/>
+        <location filename="../ui/main_window.py" line="136"/>
         <source>Qwen Desktop</source>
         <translation>Qwen 桌面版</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="317"/>
-        <location filename="../ui/main_window.py" line="574"/>
-        <location filename="../ui/main_window.py" line="713"/>
+        <location filename="../ui/main_window.py" line="318"/>
+        <location filename="../ui/main_window.py" line="575"/>
+        <location filename="../ui/main_window.py" line="714"/>
         <source>New chat</source>
         <translation>新对话</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="320"/>
+        <location filename="../ui/main_window.py" line="321"/>
         <source>Settings</source>
         <translation>设置</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="197"/>
+        <location filename="../ui/main_window.py" line="198"/>
         <source>Problem</source>
         <translation>问题</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="200"/>
+        <location filename="../ui/main_window.py" line="201"/>
         <source>Choose a model…</source>
         <translation>选择模型…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="201"/>
+        <location filename="../ui/main_window.py" line="202"/>
         <source>Choose a model</source>
         <translation>选择模型</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="204"/>
+        <location filename="../ui/main_window.py" line="205"/>
         <source>Dismiss</source>
         <translation>关闭</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="205"/>
+        <location filename="../ui/main_window.py" line="206"/>
         <source>Dismiss the message</source>
         <translation>关闭此提示</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="223"/>
+        <location filename="../ui/main_window.py" line="224"/>
         <source>Editing notice</source>
         <translation>编辑提示</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="228"/>
+        <location filename="../ui/main_window.py" line="229"/>
         <source>Context warning</source>
         <translation>上下文警告</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="319"/>
+        <location filename="../ui/main_window.py" line="320"/>
         <source>Stop</source>
         <translation>停止</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="247"/>
+        <location filename="../ui/main_window.py" line="248"/>
         <source>Starting…</source>
         <translation>正在启动…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="248"/>
+        <location filename="../ui/main_window.py" line="249"/>
         <source>Status</source>
         <translation>状态</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="253"/>
+        <location filename="../ui/main_window.py" line="254"/>
         <source>Answer speed</source>
         <translation>回答速度</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="256"/>
+        <location filename="../ui/main_window.py" line="257"/>
         <source>Local server</source>
         <translation>本地服务器</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="260"/>
+        <location filename="../ui/main_window.py" line="261"/>
         <source>Context used</source>
         <translation>已用上下文</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="263"/>
-        <location filename="../ui/main_window.py" line="878"/>
+        <location filename="../ui/main_window.py" line="264"/>
+        <location filename="../ui/main_window.py" line="888"/>
         <source>context: –</source>
         <translation>上下文：–</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="428"/>
+        <location filename="../ui/main_window.py" line="429"/>
         <source>Ready · %1 · %2</source>
         <translation>就绪 · %1 · %2</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="433"/>
+        <location filename="../ui/main_window.py" line="434"/>
         <source>%1
 Loaded in %2 s, warmed up in %3 s</source>
         <translation>%1
 加载用时 %2 秒，预热用时 %3 秒</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="458"/>
+        <location filename="../ui/main_window.py" line="459"/>
         <source>1 thread</source>
         <translation>1 个线程</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="458"/>
+        <location filename="../ui/main_window.py" line="459"/>
         <source>%1 threads</source>
         <translation>%1 个线程</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="520"/>
+        <location filename="../ui/main_window.py" line="521"/>
         <source>Switching to %1…</source>
         <translation>正在切换到 %1…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="935"/>
+        <location filename="../ui/main_window.py" line="744"/>
+        <source>Writing…</source>
+        <translation>正在撰写…</translation>
+    </message>
+    <message>
+        <location filename="../ui/main_window.py" line="784"/>
+        <source>Writing… %1 tokens/s</source>
+        <translation>正在撰写… 每秒 %1 个词元</translation>
+    </message>
+    <message>
+        <location filename="../ui/main_window.py" line="945"/>
         <source>System prompt: %1 · history and message: %2 · kept for the reply: %3</source>
         <translation>系统提示：%1 · 历史与消息：%2 · 为回答保留：%3</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="1046"/>
+        <location filename="../ui/main_window.py" line="1056"/>
         <source>%1 is installed; the app switches to it when this answer is done.</source>
         <translation>%1 已安装；此回答完成后应用会切换到它。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="1066"/>
+        <location filename="../ui/main_window.py" line="1076"/>
         <source>Now using %1, the model just installed.</source>
         <translation>现在使用刚安装的模型 %1。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="1169"/>
+        <location filename="../ui/main_window.py" line="1179"/>
         <source>The local server could not start on port %1: %2</source>
         <translation>本地服务器无法在端口 %1 上启动：%2</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="1183"/>
+        <location filename="../ui/main_window.py" line="1193"/>
         <source>API %1</source>
         <translation>API %1</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="1185"/>
+        <location filename="../ui/main_window.py" line="1195"/>
         <source>API request running… (%1)</source>
         <translation>API 请求进行中…（%1）</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="1188"/>
+        <location filename="../ui/main_window.py" line="1198"/>
         <source>Apps on this computer can use the model at %1/v1 (OpenAI-compatible).</source>
         <translation>本机上的应用可以通过 %1/v1 使用此模型（兼容 OpenAI）。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="1197"/>
+        <location filename="../ui/main_window.py" line="1207"/>
         <source>Waiting for an API request to finish…</source>
         <translation>正在等待 API 请求完成…</translation>
     </message>
@@ -848,128 +858,123 @@ Loaded in %2 s, warmed up in %3 s</source>
         <translation>本次无法保存对话：%1</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="318"/>
+        <location filename="../ui/main_window.py" line="319"/>
         <source>Focus the message box</source>
         <translation>转到输入框</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="321"/>
+        <location filename="../ui/main_window.py" line="322"/>
         <source>Copy the last answer</source>
         <translation>复制最后一条回答</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="378"/>
+        <location filename="../ui/main_window.py" line="379"/>
         <source>No model yet</source>
         <translation>尚无模型</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="390"/>
-        <location filename="../ui/main_window.py" line="399"/>
+        <location filename="../ui/main_window.py" line="391"/>
+        <location filename="../ui/main_window.py" line="400"/>
         <source>Loading model…</source>
         <translation>正在加载模型…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="398"/>
+        <location filename="../ui/main_window.py" line="399"/>
         <source>Reading model folder…</source>
         <translation>正在读取模型文件夹…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="400"/>
+        <location filename="../ui/main_window.py" line="401"/>
         <source>Warming up…</source>
         <translation>正在预热…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="418"/>
+        <location filename="../ui/main_window.py" line="419"/>
         <source>Now using %1.</source>
         <translation>现在使用 %1。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="444"/>
+        <location filename="../ui/main_window.py" line="445"/>
         <source>The model could not be loaded: %1</source>
         <translation>无法加载模型：%1</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="445"/>
+        <location filename="../ui/main_window.py" line="446"/>
         <source>No model loaded</source>
         <translation>未加载模型</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="481"/>
+        <location filename="../ui/main_window.py" line="482"/>
         <source>Measuring the best thread count…</source>
         <translation>正在测量最佳线程数…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="491"/>
+        <location filename="../ui/main_window.py" line="492"/>
         <source>Measuring the best thread count… %1/%2</source>
         <translation>正在测量最佳线程数… %1/%2</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="742"/>
+        <location filename="../ui/main_window.py" line="743"/>
         <source>waiting for the first token…</source>
         <translation>等待第一个词元…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="760"/>
+        <location filename="../ui/main_window.py" line="763"/>
         <source>first token %1 s</source>
         <translation>首个词元 %1 秒</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="774"/>
-        <source>first token %1 s · %2 tokens/s</source>
-        <translation>首个词元 %1 秒 · %2 词元/秒</translation>
-    </message>
-    <message>
-        <location filename="../ui/main_window.py" line="788"/>
+        <location filename="../ui/main_window.py" line="796"/>
         <source>first token %1 s · %2 tokens/s · %3 tokens</source>
         <translation>首个词元 %1 秒 · %2 词元/秒 · %3 个词元</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="803"/>
+        <location filename="../ui/main_window.py" line="813"/>
         <source>The answer failed: %1</source>
         <translation>回答失败：%1</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="826"/>
+        <location filename="../ui/main_window.py" line="836"/>
         <source>This chat was changed outside this window while the answer was written: the answer or its chat no longer exists, so the answer was not kept.</source>
         <translation>回答写入期间，此对话在本窗口之外被更改：回答或其对话已不存在，因此未保留该回答。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="848"/>
+        <location filename="../ui/main_window.py" line="858"/>
         <source>Editing an earlier message. Sending starts a new version of the conversation from here; the old version is kept (use ‹ › on the message to switch). Esc cancels.</source>
         <translation>正在编辑之前的消息。发送后将从这里开始对话的新版本；旧版本会保留（用消息上的 ‹ › 切换）。按 Esc 取消。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="865"/>
+        <location filename="../ui/main_window.py" line="875"/>
         <source>Answer copied</source>
         <translation>已复制回答</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="932"/>
+        <location filename="../ui/main_window.py" line="942"/>
         <source>%1 / %2 tokens</source>
         <translation>%1 / %2 词元</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="943"/>
+        <location filename="../ui/main_window.py" line="953"/>
         <source>Sending this pushes the %1 oldest message(s) out of the context: the model will not see them.</source>
         <translation>发送后，最早的 %1 条消息将被移出上下文，模型将看不到它们。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="946"/>
+        <location filename="../ui/main_window.py" line="956"/>
         <source>A message is too long for the context and will be shortened in the middle.</source>
         <translation>有一条消息超出上下文长度，将从中间截短。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="1080"/>
+        <location filename="../ui/main_window.py" line="1090"/>
         <source>Switching to %1 when this answer is done.</source>
         <translation>这个回答结束后切换到 %1。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="1092"/>
+        <location filename="../ui/main_window.py" line="1102"/>
         <source>Loading %1… — your chat stays</source>
         <translation>正在加载 %1… — 对话会保留</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="1139"/>
+        <location filename="../ui/main_window.py" line="1149"/>
         <source>Applying settings…</source>
         <translation>正在应用设置…</translation>
     </message>
@@ -1007,97 +1012,112 @@ Loaded in %2 s, warmed up in %3 s</source>
         <translation>下一个版本</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view.py" line="201"/>
+        <location filename="../ui/chat_view.py" line="202"/>
+        <source>edited</source>
+        <translation>已编辑</translation>
+    </message>
+    <message>
+        <location filename="../ui/chat_view.py" line="204"/>
+        <source>Edited</source>
+        <translation>已编辑</translation>
+    </message>
+    <message>
+        <location filename="../ui/chat_view.py" line="205"/>
+        <source>You edited this message; ‹ shows the earlier version</source>
+        <translation>你编辑过这条消息；‹ 显示之前的版本</translation>
+    </message>
+    <message>
+        <location filename="../ui/chat_view.py" line="209"/>
         <source>Message status</source>
         <translation>消息状态</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view.py" line="203"/>
+        <location filename="../ui/chat_view.py" line="211"/>
         <source>Copy</source>
         <translation>复制</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view.py" line="203"/>
+        <location filename="../ui/chat_view.py" line="211"/>
         <source>Copy message</source>
         <translation>复制消息</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view.py" line="209"/>
+        <location filename="../ui/chat_view.py" line="217"/>
         <source>Edit</source>
         <translation>编辑</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view.py" line="209"/>
+        <location filename="../ui/chat_view.py" line="217"/>
         <source>Edit and resend</source>
         <translation>编辑并重新发送</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view.py" line="214"/>
+        <location filename="../ui/chat_view.py" line="222"/>
         <source>Retry</source>
         <translation>重试</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view.py" line="214"/>
+        <location filename="../ui/chat_view.py" line="222"/>
         <source>Regenerate</source>
         <translation>重新生成</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view.py" line="220"/>
+        <location filename="../ui/chat_view.py" line="228"/>
         <source>Message text</source>
         <translation>消息内容</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view.py" line="228"/>
+        <location filename="../ui/chat_view.py" line="236"/>
         <source>Answer figures</source>
         <translation>回答的数据</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view.py" line="242"/>
+        <location filename="../ui/chat_view.py" line="250"/>
         <source>%1 s to first word · %2 tokens/s</source>
         <translation>首词 %1 秒 · 每秒 %2 个词元</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view.py" line="250"/>
+        <location filename="../ui/chat_view.py" line="258"/>
         <source>Model: %1</source>
         <translation>模型：%1</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view.py" line="252"/>
+        <location filename="../ui/chat_view.py" line="260"/>
         <source>Prompt: %1 tokens (%2 already read), read at %3 tokens/s</source>
         <translation>提示：%1 个词元（%2 个已预先读取），读取速度每秒 %3 个词元</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view.py" line="258"/>
+        <location filename="../ui/chat_view.py" line="266"/>
         <source>Answer: %1 tokens at %2 tokens/s, %3 s in all</source>
         <translation>回答：%1 个词元，每秒 %2 个，共 %3 秒</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view.py" line="286"/>
+        <location filename="../ui/chat_view.py" line="294"/>
         <source>writing…</source>
         <translation>正在生成…</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view.py" line="287"/>
+        <location filename="../ui/chat_view.py" line="295"/>
         <source>stopped</source>
         <translation>已停止</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view.py" line="288"/>
+        <location filename="../ui/chat_view.py" line="296"/>
         <source>interrupted (the app closed while writing)</source>
         <translation>已中断（生成时应用被关闭）</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view.py" line="289"/>
+        <location filename="../ui/chat_view.py" line="297"/>
         <source>failed</source>
         <translation>失败</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view.py" line="306"/>
+        <location filename="../ui/chat_view.py" line="314"/>
         <source>Copy code</source>
         <translation>复制代码</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view.py" line="308"/>
+        <location filename="../ui/chat_view.py" line="316"/>
         <source>Shown as plain text: {reason}.</source>
         <translation>以纯文本显示：{reason}。</translation>
     </message>
@@ -1147,7 +1167,7 @@ Loaded in %2 s, warmed up in %3 s</source>
     </message>
     <message>
         <location filename="../ui/models_dialog.py" line="149"/>
-        <location filename="../ui/models_dialog.py" line="341"/>
+        <location filename="../ui/models_dialog.py" line="348"/>
         <source>Installed</source>
         <translation>已安装</translation>
     </message>
@@ -1249,7 +1269,7 @@ Loaded in %2 s, warmed up in %3 s</source>
     </message>
     <message>
         <location filename="../ui/models_dialog.py" line="194"/>
-        <location filename="../ui/models_dialog.py" line="348"/>
+        <location filename="../ui/models_dialog.py" line="355"/>
         <source>Download</source>
         <translation>下载</translation>
     </message>
@@ -1279,142 +1299,142 @@ Loaded in %2 s, warmed up in %3 s</source>
         <translation>状态</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="218"/>
+        <location filename="../ui/models_dialog.py" line="219"/>
         <source>Close</source>
         <translation>关闭</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="222"/>
+        <location filename="../ui/models_dialog.py" line="228"/>
         <source>The catalogue cannot be read: %1</source>
         <translation>无法读取模型目录：%1</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="230"/>
+        <location filename="../ui/models_dialog.py" line="236"/>
         <source>Select all</source>
         <translation>全选</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="260"/>
+        <location filename="../ui/models_dialog.py" line="266"/>
         <source>%1 free on this disk</source>
         <translation>此磁盘可用 %1</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="268"/>
+        <location filename="../ui/models_dialog.py" line="274"/>
         <source>The models folder cannot be read: %1</source>
         <translation>无法读取模型文件夹：%1</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="280"/>
+        <location filename="../ui/models_dialog.py" line="286"/>
         <source>(in use)</source>
         <translation>（使用中）</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="282"/>
+        <location filename="../ui/models_dialog.py" line="288"/>
         <source>(broken: delete it or import it again)</source>
         <translation>（已损坏：请删除或重新导入）</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="286"/>
+        <location filename="../ui/models_dialog.py" line="292"/>
         <source>Included with the app</source>
         <translation>随应用附带</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="288"/>
+        <location filename="../ui/models_dialog.py" line="294"/>
         <source>Included with the app, in %1 (read-only: it cannot be deleted)</source>
         <translation>随应用附带，位于 %1（只读：不能删除）</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="291"/>
+        <location filename="../ui/models_dialog.py" line="297"/>
         <source>The default: opened when the app starts</source>
         <translation>默认：应用启动时打开</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="321"/>
+        <location filename="../ui/models_dialog.py" line="327"/>
         <source>imported from %1</source>
         <translation>从 %1 导入</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="324"/>
+        <location filename="../ui/models_dialog.py" line="330"/>
         <source>unknown (a folder found without an install record)</source>
         <translation>来源不明（该文件夹没有安装记录）</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="346"/>
+        <location filename="../ui/models_dialog.py" line="353"/>
         <source>Resume (%1 kept)</source>
         <translation>继续（已保留 %1）</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="351"/>
+        <location filename="../ui/models_dialog.py" line="358"/>
         <source>Download %1</source>
         <translation>下载 %1</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="389"/>
+        <location filename="../ui/models_dialog.py" line="396"/>
         <source>Included with the app: it is read-only and cannot be deleted</source>
         <translation>随应用附带：只读，不能删除</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="411"/>
+        <location filename="../ui/models_dialog.py" line="418"/>
         <source>%1 is now the default; the app switches to it when this window closes.</source>
         <translation>%1 现在是默认模型；关闭此窗口后应用将切换到它。</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="426"/>
+        <location filename="../ui/models_dialog.py" line="433"/>
         <source>Model in use</source>
         <translation>使用中的模型</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="428"/>
+        <location filename="../ui/models_dialog.py" line="435"/>
         <source>%1 is the model in use, so it is not deleted. Make another model the default (Set as default), close this window so the app switches to it, then delete this one.</source>
         <translation>%1 是正在使用的模型，因此不会被删除。请先将另一个模型设为默认（“设为默认”），关闭此窗口让应用切换过去，再删除此模型。</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="438"/>
+        <location filename="../ui/models_dialog.py" line="445"/>
         <source>Delete model</source>
         <translation>删除模型</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="440"/>
+        <location filename="../ui/models_dialog.py" line="447"/>
         <source>Delete %1? Its folder (%2, %3) is removed from disk. It can be downloaded or imported again.</source>
         <translation>删除 %1？其文件夹（%2，%3）将从磁盘中移除。之后可以重新下载或导入。</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="458"/>
+        <location filename="../ui/models_dialog.py" line="465"/>
         <source>Deleted %1.</source>
         <translation>已删除 %1。</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="469"/>
+        <location filename="../ui/models_dialog.py" line="476"/>
         <source>Where to store models</source>
         <translation>模型存储位置</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="481"/>
+        <location filename="../ui/models_dialog.py" line="488"/>
         <source>Models are now stored in %1. The models in %2 stay there (move them by hand if you like).</source>
         <translation>模型现在存储在 %1。%2 中的模型会留在原处（如需要可手动移动）。</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="487"/>
+        <location filename="../ui/models_dialog.py" line="494"/>
         <source>The setting could not be saved: %1</source>
         <translation>无法保存设置：%1</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="537"/>
+        <location filename="../ui/models_dialog.py" line="544"/>
         <source>Import a GGUF file</source>
         <translation>导入 GGUF 文件</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="537"/>
+        <location filename="../ui/models_dialog.py" line="544"/>
         <source>GGUF models (*.gguf)</source>
         <translation>GGUF 模型 (*.gguf)</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="544"/>
+        <location filename="../ui/models_dialog.py" line="551"/>
         <source>Import a model folder</source>
         <translation>导入模型文件夹</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="549"/>
+        <location filename="../ui/models_dialog.py" line="556"/>
         <source>Installed %1.</source>
         <translation>已安装 %1。</translation>
     </message>
@@ -1900,152 +1920,152 @@ Loaded in %2 s, warmed up in %3 s</source>
         <translation>导入对话…</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="776"/>
+        <location filename="../ui/sidebar.py" line="780"/>
         <source>The chats cannot be searched: %1</source>
         <translation>无法搜索对话：%1</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="804"/>
+        <location filename="../ui/sidebar.py" line="808"/>
         <source>No chat contains “%1”.</source>
         <translation>没有对话包含“%1”。</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="843"/>
+        <location filename="../ui/sidebar.py" line="847"/>
         <source>Chat actions</source>
         <translation>对话操作</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="844"/>
+        <location filename="../ui/sidebar.py" line="848"/>
         <source>Rename</source>
         <translation>重命名</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="845"/>
+        <location filename="../ui/sidebar.py" line="849"/>
         <source>Unpin</source>
         <translation>取消置顶</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="845"/>
+        <location filename="../ui/sidebar.py" line="849"/>
         <source>Pin</source>
         <translation>置顶</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="846"/>
+        <location filename="../ui/sidebar.py" line="850"/>
         <source>Export…</source>
         <translation>导出…</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="848"/>
+        <location filename="../ui/sidebar.py" line="852"/>
         <source>Delete…</source>
         <translation>删除…</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="895"/>
+        <location filename="../ui/sidebar.py" line="899"/>
         <source>The chat could not be changed</source>
         <translation>无法修改对话</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="911"/>
+        <location filename="../ui/sidebar.py" line="915"/>
         <source>Delete conversation</source>
         <translation>删除对话</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="912"/>
+        <location filename="../ui/sidebar.py" line="916"/>
         <source>Delete “%1” and all its messages? This cannot be undone.</source>
         <translation>删除“%1”及其全部消息？此操作无法撤销。</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="919"/>
+        <location filename="../ui/sidebar.py" line="923"/>
         <source>Delete</source>
         <translation>删除</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="920"/>
+        <location filename="../ui/sidebar.py" line="924"/>
         <source>Delete the conversation</source>
         <translation>删除该对话</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="930"/>
+        <location filename="../ui/sidebar.py" line="934"/>
         <source>The chat could not be deleted</source>
         <translation>无法删除对话</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="949"/>
+        <location filename="../ui/sidebar.py" line="953"/>
         <source>Markdown (*.md)</source>
         <translation>Markdown (*.md)</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="950"/>
+        <location filename="../ui/sidebar.py" line="954"/>
         <source>JSON, every version (*.json)</source>
         <translation>JSON，包含所有版本 (*.json)</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="953"/>
+        <location filename="../ui/sidebar.py" line="957"/>
         <source>Export chat</source>
         <translation>导出对话</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="969"/>
+        <location filename="../ui/sidebar.py" line="973"/>
         <source>The chat was not exported</source>
         <translation>对话未导出</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="974"/>
+        <location filename="../ui/sidebar.py" line="978"/>
         <source>Exported “%1” to %2</source>
         <translation>已将“%1”导出到 %2</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="983"/>
+        <location filename="../ui/sidebar.py" line="987"/>
         <source>Export all chats</source>
         <translation>导出全部对话</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="983"/>
+        <location filename="../ui/sidebar.py" line="987"/>
         <source>Chat export (*.json)</source>
         <translation>对话导出文件 (*.json)</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="993"/>
+        <location filename="../ui/sidebar.py" line="997"/>
         <source>The chats were not exported</source>
         <translation>对话未导出</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="996"/>
+        <location filename="../ui/sidebar.py" line="1000"/>
         <source>Exported %1 chats to %2</source>
         <translation>已将 %1 个对话导出到 %2</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="1000"/>
+        <location filename="../ui/sidebar.py" line="1004"/>
         <source>Some chats were left out</source>
         <translation>部分对话未导出</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="1001"/>
+        <location filename="../ui/sidebar.py" line="1005"/>
         <source>These chats are damaged and were not exported: %1</source>
         <translation>以下对话已损坏，未导出：%1</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="1012"/>
+        <location filename="../ui/sidebar.py" line="1016"/>
         <source>Import chats</source>
         <translation>导入对话</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="1014"/>
+        <location filename="../ui/sidebar.py" line="1018"/>
         <source>Chat export (*.json);;All files (*)</source>
         <translation>对话导出文件 (*.json);;所有文件 (*)</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="1022"/>
+        <location filename="../ui/sidebar.py" line="1026"/>
         <source>Nothing was imported</source>
         <translation>未导入任何内容</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="1025"/>
+        <location filename="../ui/sidebar.py" line="1029"/>
         <source>Imported %1 chats</source>
         <translation>已导入 %1 个对话</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="1027"/>
+        <location filename="../ui/sidebar.py" line="1031"/>
         <source> (%1 were here already)</source>
         <translation>（%1 个已存在）</translation>
     </message>

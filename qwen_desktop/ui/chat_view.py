@@ -196,6 +196,14 @@ class MessageView(QFrame):
             header.addWidget(prev_button)
             header.addWidget(self.branch_label)
             header.addWidget(next_button)
+        self.edited_label: QLabel | None = None
+        if message.role == "user" and branch is not None and branch.index > 1:
+            # a later version of your message is one you edited (the first is the one first sent)
+            self.edited_label = QLabel(self.tr("edited"))
+            self.edited_label.setObjectName("editedMark")
+            self.edited_label.setAccessibleName(self.tr("Edited"))
+            self.edited_label.setToolTip(self.tr("You edited this message; ‹ shows the earlier version"))
+            header.addWidget(self.edited_label)
         header.addStretch(1)
         self.status_label = QLabel()
         self.status_label.setAccessibleName(self.tr("Message status"))
@@ -410,10 +418,22 @@ class ChatView(QScrollArea):
             else:
                 self._layout.insertWidget(index, view)
         self.views = views
+        self._chain_focus()
         self._fit_column()
         self._follow = True
         self._target = None
         QTimer.singleShot(0, self.scroll_to_end)
+
+    def _chain_focus(self) -> None:
+        """Tab walks the messages right after the conversation itself, top to bottom, then leaves for what
+        followed the conversation (the message box): new views would otherwise join the end of the window's
+        chain, between Send and the sidebar."""
+        previous: QWidget = self
+        for view in self.views:
+            for widget in view.findChildren(QWidget):
+                if widget.focusPolicy() & Qt.FocusPolicy.TabFocus:
+                    QWidget.setTabOrder(previous, widget)
+                    previous = widget
 
     def column_width(self) -> int:
         """The reading column's width: the view's, up to ``COLUMN_EM`` em."""

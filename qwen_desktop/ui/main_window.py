@@ -111,6 +111,7 @@ class MainWindow(QMainWindow):
         self.load_error: str | None = None
         self._tokens = 0
         self._first_token_at = 0.0
+        self._status_at = 0.0  # when the status bar last showed the answer's speed
         self._ttft = 0.0
         self._sweeping = False
         # "Auto" threads: measured once per machine and model, at idle, never in front of the user
@@ -740,6 +741,8 @@ class MainWindow(QMainWindow):
         if self._sweeping:  # measuring threads gives way to the user: it runs again at the next idle time
             self.bridge.cancel()
         self.speed_label.setText(self.tr("waiting for the first token…"))
+        self.status_label.setText(self.tr("Writing…"))
+        self._status_at = 0.0
         self.job_id = self.bridge.answer(messages, self.sampling(), answer.id)
         self.reload_messages()
         self.refresh_conversations()
@@ -759,6 +762,8 @@ class MainWindow(QMainWindow):
             self._ttft = seconds
             self.speed_label.setText(self.tr("first token %1 s").replace("%1", f"{seconds:.2f}"))
 
+    STATUS_INTERVAL = 0.5  # seconds between two updates of "Writing… N tokens/s" (and before the first)
+
     def _on_piece(self, job_id: int, text: str, tokens: int) -> None:
         if self._closing:
             return
@@ -768,12 +773,15 @@ class MainWindow(QMainWindow):
         if view is not None:
             view.append(text)
         self._tokens = tokens
-        elapsed = time.perf_counter() - self._first_token_at
-        if tokens > 1 and elapsed > 0.25:
-            self.speed_label.setText(
-                self.tr("first token %1 s · %2 tokens/s")
-                .replace("%1", f"{self._ttft:.2f}")
-                .replace("%2", f"{(tokens - 1) / elapsed:.1f}")
+        now = time.perf_counter()
+        elapsed = now - self._first_token_at
+        # the speed is read, not watched: it changes at most every STATUS_INTERVAL, not with every piece
+        waiting = self._switch_after_answer  # the status bar says a new model follows this answer
+        interval = self.STATUS_INTERVAL
+        if tokens > 1 and elapsed >= interval and now - self._status_at >= interval and not waiting:
+            self._status_at = now
+            self.status_label.setText(
+                self.tr("Writing… %1 tokens/s").replace("%1", f"{(tokens - 1) / elapsed:.0f}")
             )
 
     def _on_finished(self, result: AnswerResult) -> None:
@@ -792,6 +800,8 @@ class MainWindow(QMainWindow):
             )
         if self._closing:
             return
+        if self.model_info is not None:
+            self._show_ready(self.model_info)
         if message_id is not None and not self._message_exists(message_id):
             self._answer_vanished()
         elif message_id is not None and self.conversation_id is not None:

@@ -6,15 +6,7 @@ import itertools
 import os
 
 from PySide6.QtCore import Qt, QTimer
-from PySide6.QtGui import QGuiApplication
-from PySide6.QtWidgets import (
-    QAbstractButton,
-    QAbstractSpinBox,
-    QComboBox,
-    QLineEdit,
-    QListWidget,
-    QPlainTextEdit,
-)
+from PySide6.QtWidgets import QAbstractButton
 
 from qwen_desktop.engine.generate import common_prefix
 from qwen_desktop.storage.chats import ChatStore
@@ -215,46 +207,6 @@ def test_closing_during_an_answer_saves_the_partial_answer(
         message = store.get_message(message_id)
     assert message.status == "cancelled"
     assert message.content
-
-
-def test_shortcuts(ready_window, qtbot):
-    window = ready_window
-    result = send(qtbot, window, "Copy this")
-    window.activateWindow()
-    QGuiApplication.clipboard().clear()
-    qtbot.keyClick(
-        window, Qt.Key.Key_C, Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier
-    )
-    assert QGuiApplication.clipboard().text() == result.text
-    qtbot.keyClick(window, Qt.Key.Key_N, Qt.KeyboardModifier.ControlModifier)
-    assert window.conversation_id is None  # a new chat is stored with its first message
-    assert window.sidebar.titles() == ["Copy this"]
-    window.sidebar.chat_list.setFocus()
-    qtbot.keyClick(window, Qt.Key.Key_L, Qt.KeyboardModifier.ControlModifier)
-    qtbot.waitUntil(window.composer.hasFocus)
-    assert window.settings_action.shortcut().toString() == "Ctrl+,"
-    assert window.stop_action.shortcut().toString() == "Esc"
-
-
-def test_every_control_has_an_accessible_name(ready_window, qtbot):
-    from qwen_desktop.ui.settings_dialog import SettingsDialog
-
-    window = ready_window
-    send(qtbot, window, "Hello")
-    dialog = SettingsDialog(window.settings, [], window.bridge, window.models_dir(), window)
-    qtbot.addWidget(dialog)
-    kinds = (QAbstractButton, QAbstractSpinBox, QComboBox, QLineEdit, QListWidget, QPlainTextEdit)
-    for top in (window, dialog):
-        controls = [w for kind in kinds for w in top.findChildren(kind)]
-        assert controls
-        unnamed = [
-            f"{type(w).__name__} {getattr(w, 'text', lambda: '')()!r}"
-            for w in controls
-            if not w.accessibleName()
-            and type(w).__name__ != "QScrollBar"
-            and not isinstance(w.parent(), (QAbstractSpinBox, QComboBox))  # their own editors: named there
-        ]
-        assert not unnamed, unnamed
 
 
 def test_welcome_page_when_there_is_no_model(make_window, home):
@@ -514,3 +466,83 @@ def test_the_question_is_read_ahead_while_it_is_typed(qtbot, settings_for, make_
     sent = engine.plan([*history, {"role": "user", "content": "What is the capital of France?"}], 20).prompt
     assert stats.prompt_tokens == len(sent)
     assert stats.reused_tokens >= common_prefix(draft, sent) > len(sent) - 20
+
+
+def test_status_bar_says_writing_with_the_speed_then_ready(
+    qtbot, settings_for, make_window, tiny_model_dir, tmp_path
+):
+    import re
+    import time
+
+    folder = never_stopping_copy(tiny_model_dir, tmp_path)
+    settings_for(model_path=str(folder), temperature=0.0, max_tokens=5000, context_limit=16384)
+    window = make_window()
+    # the tiny model writes its 500-token context in about a quarter of a second: the speed is shown every
+    # 40 ms here, not every half second
+    window.STATUS_INTERVAL = 0.04
+    ready = window.status_label.text()
+    assert ready == f"Ready · {window.model_info.display_name} · 1 thread"
+    shown: list[str] = []
+    pieces = []
+    window.bridge.piece.connect(lambda _job, _text, tokens: pieces.append(tokens))
+    watch = QTimer(window)
+
+    def look() -> None:
+        if shown[-1:] != [window.status_label.text()]:
+            shown.append(window.status_label.text())
+
+    watch.timeout.connect(look)
+    watch.start(5)
+    qtbot.keyClicks(window.composer, "Go on and on")
+    started = time.perf_counter()
+    qtbot.keyClick(window.composer, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: len([t for t in shown if "tokens/s" in t]) >= 2, timeout=30000)
+    with qtbot.waitSignal(window.answer_finished, timeout=5000) as stopped:
+        qtbot.keyClick(window, Qt.Key.Key_Escape)  # Stop
+    assert stopped.args[0].reason == "cancelled"
+    seconds = time.perf_counter() - started
+    watch.stop()
+    writing = [t for t in shown if t.startswith("Writing…")]
+    assert writing[0] == "Writing…"  # before the speed is known
+    assert all(re.fullmatch(r"Writing… \d+ tokens/s", t) for t in writing[1:]), writing
+    # throttled: the speed changes at most once an interval, though the pieces come once a frame
+    assert len(writing) - 1 <= seconds / window.STATUS_INTERVAL < len(pieces)
+    assert window.status_label.text() == ready  # after Stop
+
+    window.settings.max_tokens = 20  # an answer that ends by itself
+    qtbot.keyClicks(window.composer, "Short one")
+    with qtbot.waitSignal(window.answer_finished, timeout=30000) as done:
+        qtbot.keyClick(window.composer, Qt.Key.Key_Return)
+    assert done.args[0].reason == "length"
+    assert window.status_label.text() == ready  # after the end of an answer
+
+
+def version_button(view, name):
+    """The "‹" or "›" button of a message view, by its accessible name."""
+    return next(b for b in view.findChildren(QAbstractButton) if b.accessibleName() == name)
+
+
+def test_an_edited_message_is_marked_edited_and_stays_so(settings_for, make_window, tiny_model_dir, qtbot):
+    settings_for(model_path=str(tiny_model_dir))
+    window = make_window()
+    send(qtbot, window, "First question")
+    view = window.chat_view.views[0]
+    assert view.edited_label is None  # as sent
+    qtbot.mouseClick(view.edit_button, Qt.MouseButton.LeftButton)
+    window.composer.selectAll()
+    qtbot.keyClicks(window.composer, "First question, edited")
+    with qtbot.waitSignal(window.answer_finished, timeout=30000):
+        qtbot.keyClick(window.composer, Qt.Key.Key_Return)
+    edited = window.chat_view.views[0]
+    assert edited.text == "First question, edited"
+    assert edited.edited_label is not None and edited.edited_label.text() == "edited"
+    assert edited.edited_label.isVisibleTo(window)
+    assert "earlier version" in edited.edited_label.toolTip()
+    # the first version is the one first sent: no mark; the mark comes from the stored versions
+    qtbot.mouseClick(version_button(edited, "Previous version"), Qt.MouseButton.LeftButton)
+    first = window.chat_view.views[0]
+    assert first.text == "First question" and first.edited_label is None
+    qtbot.mouseClick(version_button(first, "Next version"), Qt.MouseButton.LeftButton)
+    window.close()
+    again = make_window()
+    assert again.chat_view.views[0].edited_label is not None  # after a restart too

@@ -8,11 +8,13 @@ random model. Also prints the longest gap of a 10 ms timer while the answers str
 asked of the same model; their last activity is then moved back (1, 4 and 9 days) and one is pinned, so the
 sidebar shows its groups.
 
-    python3 scripts/screenshots.py [--out docs/screenshots] [--offscreen] [--only first-run|model-picker]
+    python3 scripts/screenshots.py [--out docs/screenshots] [--offscreen] [--only first-run|model-picker|chat-zh_CN|models|chat]
 
 ``--only first-run`` makes only the first-run page (``first-run.png``) and the import in progress
 (``import.png``), with the tiny model: no real model is needed and it takes seconds. ``--only model-picker``
-makes only ``model-picker.png``.
+makes only ``model-picker.png``; ``--only models`` the Models page (``models.png``, ``models-dark.png``);
+``--only chat`` the chats mid-answer (``chat-light.png``, ``chat-dark.png``) and ``search.png``;
+``--only chat-zh_CN`` the Chinese window.
 """
 
 from __future__ import annotations
@@ -391,6 +393,38 @@ def shoot_model_picker(home: Path, folder: Path, out: Path) -> None:
     del os.environ[BUNDLED_ENV]
 
 
+def shoot_models_page(home: Path, folder: Path, theme: str, out: Path) -> None:
+    """The Models page in ``theme``: ``folder`` as a model that came with the app (a symbolic link), a tiny
+    model imported from a GGUF file, and the catalogue."""
+    from PySide6.QtWidgets import QApplication
+
+    from qwen_desktop.library.bundled import BUNDLED_ENV
+    from qwen_desktop.library.registry import Registry
+    from qwen_desktop.storage.settings import Settings
+    from qwen_desktop.ui.models_dialog import ModelsDialog
+    from qwen_desktop.ui.theme import apply_theme
+
+    shelf = home / "shelf"
+    shelf.mkdir(parents=True)
+    (shelf / folder.name).symlink_to(folder)
+    os.environ[BUNDLED_ENV] = str(shelf)
+    os.environ["QWEN_DESKTOP_HOME"] = str(home)
+    registry = Registry(home / "models")
+    registry.import_model(tiny_gguf(home), name="my-model-q8_0")
+    registry.set_default(folder.name)  # the model in use, as when it was chosen on the first-run page
+    app = QApplication.instance()
+    assert isinstance(app, QApplication)
+    apply_theme(app, theme)
+    dialog = ModelsDialog(Settings(models_dir=str(home / "models")), model_in_use=shelf / folder.name)
+    dialog.resize(980, 640)
+    dialog.show()
+    pause(300)
+    dialog.grab().save(str(out))
+    print(f"saved {out}", flush=True)
+    dialog.close()
+    del os.environ[BUNDLED_ENV]
+
+
 def tiny_model() -> Path:
     """A tiny random model, built once into a temporary folder."""
     from qwen_desktop.convert.builder import build_model
@@ -409,9 +443,10 @@ def main() -> int:
     parser.add_argument("--offscreen", action="store_true", help="use Qt's offscreen platform, not Xvfb")
     parser.add_argument(
         "--only",
-        choices=["first-run", "model-picker", "chat-zh_CN"],
-        help="only the first-run page and an import in progress (tiny model), only the model picker, or only "
-        "the Chinese window mid-answer",
+        choices=["first-run", "model-picker", "chat-zh_CN", "models", "chat"],
+        help="only the first-run page and an import in progress (tiny model), only the model picker, only "
+        "the Chinese window mid-answer, only the Models page (light and dark), or only the chat mid-answer "
+        "(light and dark, and the search)",
     )
     args = parser.parse_args()
     xvfb = None if args.offscreen else start_xvfb()
@@ -445,6 +480,13 @@ def main() -> int:
                 shoot_chinese(Path(tmp) / "zh", folder, args.out)
             del app
             return 0
+        if args.only == "models":
+            with tempfile.TemporaryDirectory(prefix="qwen-screens-") as tmp:
+                for theme in ("light", "dark"):
+                    name = "models.png" if theme == "light" else "models-dark.png"
+                    shoot_models_page(Path(tmp) / theme, folder, theme, args.out / name)
+            del app
+            return 0
         with tempfile.TemporaryDirectory(prefix="qwen-screens-") as tmp:
             figures = []
             for theme in ("light", "dark"):
@@ -462,9 +504,13 @@ def main() -> int:
                         search_out=search_out,
                     )
                 )
-            shoot_chinese(Path(tmp) / "zh", folder, args.out)
-            shoot_first_run_pages(Path(tmp), args.out)
-            shoot_model_picker(Path(tmp) / "picker", folder, args.out / "model-picker.png")
+            if args.only != "chat":
+                shoot_chinese(Path(tmp) / "zh", folder, args.out)
+                shoot_first_run_pages(Path(tmp), args.out)
+                shoot_model_picker(Path(tmp) / "picker", folder, args.out / "model-picker.png")
+                for theme in ("light", "dark"):
+                    name = "models.png" if theme == "light" else "models-dark.png"
+                    shoot_models_page(Path(tmp) / f"models-{theme}", folder, theme, args.out / name)
         for (gap, tokens, tps), theme in zip(figures, ("light", "dark"), strict=True):
             print(
                 f"{theme}: longest gap of a 10 ms timer while {tokens} tokens streamed "

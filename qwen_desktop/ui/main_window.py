@@ -249,6 +249,7 @@ class MainWindow(QMainWindow):
         self.status_label.setAccessibleName(self.tr("Status"))
         self.status_label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.status_label.setMinimumWidth(120)
+        self.status_label.setIndent(8)  # off the window's edge, on the 8 px grid
         bar.addWidget(self.status_label, 1)
         self.speed_label = QLabel()
         self.speed_label.setAccessibleName(self.tr("Answer speed"))

@@ -295,13 +295,21 @@ def shoot_first_run(home: Path, out: Path) -> None:
 
 
 def shoot_first_run_pages(tmp: Path, out: Path) -> None:
-    """``first-run.png`` (the first-run page) and ``import.png`` (a tiny model imported from it)."""
+    """``first-run.png`` (the first-run page) and ``import.png`` (the real GGUF imported from it, or a tiny
+    model's where the real one is missing)."""
     home = tmp / "first-run"
     home.mkdir()
     shoot_first_run(home, out / "first-run.png")
     home = tmp / "import"
     home.mkdir()
-    shoot_import(home, tiny_gguf(tmp), out / "import.png")
+    # the real file where there is one: a tiny model's import ends before its time left settles
+    if REAL_GGUF.is_file():
+        (tmp / "Downloads").mkdir(exist_ok=True)
+        source = tmp / "Downloads" / REAL_GGUF.name
+        source.symlink_to(REAL_GGUF)
+    else:
+        source = tiny_gguf(tmp)
+    shoot_import(home, source, out / "import.png")
 
 
 def with_dialog(window: object, dialog: object) -> object:
@@ -341,6 +349,8 @@ def shoot_import(home: Path, gguf: Path, out: Path) -> None:
         state = wait(dialog.progress_changed, timeout=120)[-1]  # it may fire more than once per wait
         if state.remaining is not None and state.fraction >= 0.35:  # type: ignore[attr-defined]
             break
+        if state.fraction >= 1.0:  # type: ignore[attr-defined]
+            break  # ended before it (a tiny model): the end it is
     pause(50)
     with_dialog(window, dialog).save(str(out))  # type: ignore[attr-defined]
     print(f"saved {out}: {dialog.stage.text()} / {dialog.times.text()}", flush=True)

@@ -252,8 +252,8 @@
     </message>
     <message>
         <location filename="../ui/download_dialog.py" line="311"/>
-        <location filename="../ui/download_dialog.py" line="558"/>
-        <location filename="../ui/download_dialog.py" line="609"/>
+        <location filename="../ui/download_dialog.py" line="560"/>
+        <location filename="../ui/download_dialog.py" line="611"/>
         <source>Resume</source>
         <translation>继续</translation>
     </message>
@@ -334,17 +334,17 @@
         <translation>%1/秒</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="520"/>
+        <location filename="../ui/download_dialog.py" line="522"/>
         <source>Close</source>
         <translation>关闭</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="541"/>
+        <location filename="../ui/download_dialog.py" line="543"/>
         <source>Installed</source>
         <translation>已安装</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="529"/>
+        <location filename="../ui/download_dialog.py" line="531"/>
         <source>%1 · %2 on disk · in %3</source>
         <translation>%1 · 占用 %2 · 位于 %3</translation>
     </message>
@@ -420,13 +420,13 @@
         <translation>已用 %1</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="466"/>
+        <location filename="../ui/download_dialog.py" line="468"/>
         <source>working out the time left…</source>
         <translation>正在估算剩余时间…</translation>
     </message>
     <message>
         <location filename="../ui/download_dialog.py" line="424"/>
-        <location filename="../ui/download_dialog.py" line="471"/>
+        <location filename="../ui/download_dialog.py" line="473"/>
         <source>about %1 left</source>
         <translation>约剩 %1</translation>
     </message>
@@ -436,127 +436,132 @@
         <translation>使用已有的模型文件…</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="469"/>
+        <location filename="../ui/download_dialog.py" line="466"/>
+        <source>Done in %1</source>
+        <translation>用时 %1，已完成</translation>
+    </message>
+    <message>
+        <location filename="../ui/download_dialog.py" line="471"/>
         <source>about %1 left in all</source>
         <translation>全部完成约剩 %1</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="489"/>
+        <location filename="../ui/download_dialog.py" line="491"/>
         <source>Installed. Switching to it as soon as the answer being written is done…</source>
         <translation>已安装。正在生成的回答完成后即切换到它…</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="499"/>
+        <location filename="../ui/download_dialog.py" line="501"/>
         <source>Ready: the app now uses %1.</source>
         <translation>就绪：应用现在使用 %1。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="509"/>
+        <location filename="../ui/download_dialog.py" line="511"/>
         <source>Installed, but it could not be started</source>
         <translation>已安装，但无法启动</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="537"/>
+        <location filename="../ui/download_dialog.py" line="539"/>
         <source>The model is installed; the app switches to it by itself.</source>
         <translation>模型已安装，应用会自动切换到它。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="542"/>
+        <location filename="../ui/download_dialog.py" line="544"/>
         <source>The model is ready. It is listed among the installed models.</source>
         <translation>模型已就绪，已列在已安装的模型中。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="549"/>
+        <location filename="../ui/download_dialog.py" line="551"/>
         <source>Paused</source>
         <translation>已暂停</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="554"/>
+        <location filename="../ui/download_dialog.py" line="556"/>
         <source>What has arrived is kept in the models folder; Resume (or Download later) continues from there.</source>
         <translation>已下载的部分保留在模型文件夹中；点击“继续”（或之后再下载）会从那里继续。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="561"/>
+        <location filename="../ui/download_dialog.py" line="563"/>
         <source>The import was cancelled; nothing was installed.</source>
         <translation>导入已取消，未安装任何内容。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="565"/>
+        <location filename="../ui/download_dialog.py" line="567"/>
         <source>Stopped while building. The downloaded file is kept: Resume only builds it.</source>
         <translation>在构建时停止。已下载的文件会保留：“继续”只需重新构建。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="569"/>
+        <location filename="../ui/download_dialog.py" line="571"/>
         <source>Paused at %1 of %2.</source>
         <translation>暂停于 %1 / %2。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="574"/>
+        <location filename="../ui/download_dialog.py" line="576"/>
         <source>Stopped.</source>
         <translation>已停止。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="581"/>
+        <location filename="../ui/download_dialog.py" line="583"/>
         <source>The Hugging Face hub cannot be reached.</source>
         <translation>无法连接 Hugging Face 模型库。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="582"/>
+        <location filename="../ui/download_dialog.py" line="584"/>
         <source>This model was not found on the hub.</source>
         <translation>模型库中找不到此模型。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="583"/>
+        <location filename="../ui/download_dialog.py" line="585"/>
         <source>This model needs a Hugging Face login.</source>
         <translation>此模型需要登录 Hugging Face。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="584"/>
+        <location filename="../ui/download_dialog.py" line="586"/>
         <source>The download arrived damaged and was deleted; nothing was installed.</source>
         <translation>下载的文件已损坏并被删除，未安装任何内容。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="585"/>
+        <location filename="../ui/download_dialog.py" line="587"/>
         <source>Not enough disk space.</source>
         <translation>磁盘空间不足。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="586"/>
+        <location filename="../ui/download_dialog.py" line="588"/>
         <source>The hub keeps answering with an error.</source>
         <translation>模型库持续返回错误。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="587"/>
+        <location filename="../ui/download_dialog.py" line="589"/>
         <source>The connection keeps dropping; what arrived is kept.</source>
         <translation>连接不断中断；已下载的部分会保留。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="589"/>
+        <location filename="../ui/download_dialog.py" line="591"/>
         <source>The model could not be installed.</source>
         <translation>无法安装模型。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="595"/>
+        <location filename="../ui/download_dialog.py" line="597"/>
         <source>Failed</source>
         <translation>失败</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="598"/>
+        <location filename="../ui/download_dialog.py" line="600"/>
         <source>What has arrived is kept; Resume continues from there.</source>
         <translation>已下载的部分会保留；“继续”会从那里继续。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="609"/>
+        <location filename="../ui/download_dialog.py" line="611"/>
         <source>Try again</source>
         <translation>重试</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="618"/>
+        <location filename="../ui/download_dialog.py" line="620"/>
         <source>No connection to %1 — check the network, or use a model file you already have.</source>
         <translation>无法连接到 %1 —— 请检查网络，或使用已有的模型文件。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="635"/>
+        <location filename="../ui/download_dialog.py" line="637"/>
         <source>Stopping…</source>
         <translation>正在停止…</translation>
     </message>
@@ -693,14 +698,14 @@
         <translation>Qwen 桌面版</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="318"/>
-        <location filename="../ui/main_window.py" line="575"/>
-        <location filename="../ui/main_window.py" line="714"/>
+        <location filename="../ui/main_window.py" line="319"/>
+        <location filename="../ui/main_window.py" line="576"/>
+        <location filename="../ui/main_window.py" line="715"/>
         <source>New chat</source>
         <translation>新对话</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="321"/>
+        <location filename="../ui/main_window.py" line="322"/>
         <source>Settings</source>
         <translation>设置</translation>
     </message>
@@ -740,7 +745,7 @@
         <translation>上下文警告</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="320"/>
+        <location filename="../ui/main_window.py" line="321"/>
         <source>Stop</source>
         <translation>停止</translation>
     </message>
@@ -755,100 +760,100 @@
         <translation>状态</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="254"/>
+        <location filename="../ui/main_window.py" line="255"/>
         <source>Answer speed</source>
         <translation>回答速度</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="257"/>
+        <location filename="../ui/main_window.py" line="258"/>
         <source>Local server</source>
         <translation>本地服务器</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="261"/>
+        <location filename="../ui/main_window.py" line="262"/>
         <source>Context used</source>
         <translation>已用上下文</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="264"/>
-        <location filename="../ui/main_window.py" line="888"/>
+        <location filename="../ui/main_window.py" line="265"/>
+        <location filename="../ui/main_window.py" line="889"/>
         <source>context: –</source>
         <translation>上下文：–</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="429"/>
+        <location filename="../ui/main_window.py" line="430"/>
         <source>Ready · %1 · %2</source>
         <translation>就绪 · %1 · %2</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="434"/>
+        <location filename="../ui/main_window.py" line="435"/>
         <source>%1
 Loaded in %2 s, warmed up in %3 s</source>
         <translation>%1
 加载用时 %2 秒，预热用时 %3 秒</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="459"/>
+        <location filename="../ui/main_window.py" line="460"/>
         <source>1 thread</source>
         <translation>1 个线程</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="459"/>
+        <location filename="../ui/main_window.py" line="460"/>
         <source>%1 threads</source>
         <translation>%1 个线程</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="521"/>
+        <location filename="../ui/main_window.py" line="522"/>
         <source>Switching to %1…</source>
         <translation>正在切换到 %1…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="744"/>
+        <location filename="../ui/main_window.py" line="745"/>
         <source>Writing…</source>
         <translation>正在撰写…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="784"/>
+        <location filename="../ui/main_window.py" line="785"/>
         <source>Writing… %1 tokens/s</source>
         <translation>正在撰写… 每秒 %1 个词元</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="945"/>
+        <location filename="../ui/main_window.py" line="946"/>
         <source>System prompt: %1 · history and message: %2 · kept for the reply: %3</source>
         <translation>系统提示：%1 · 历史与消息：%2 · 为回答保留：%3</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="1056"/>
+        <location filename="../ui/main_window.py" line="1057"/>
         <source>%1 is installed; the app switches to it when this answer is done.</source>
         <translation>%1 已安装；此回答完成后应用会切换到它。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="1076"/>
+        <location filename="../ui/main_window.py" line="1077"/>
         <source>Now using %1, the model just installed.</source>
         <translation>现在使用刚安装的模型 %1。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="1179"/>
+        <location filename="../ui/main_window.py" line="1180"/>
         <source>The local server could not start on port %1: %2</source>
         <translation>本地服务器无法在端口 %1 上启动：%2</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="1193"/>
+        <location filename="../ui/main_window.py" line="1194"/>
         <source>API %1</source>
         <translation>API %1</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="1195"/>
+        <location filename="../ui/main_window.py" line="1196"/>
         <source>API request running… (%1)</source>
         <translation>API 请求进行中…（%1）</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="1198"/>
+        <location filename="../ui/main_window.py" line="1199"/>
         <source>Apps on this computer can use the model at %1/v1 (OpenAI-compatible).</source>
         <translation>本机上的应用可以通过 %1/v1 使用此模型（兼容 OpenAI）。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="1207"/>
+        <location filename="../ui/main_window.py" line="1208"/>
         <source>Waiting for an API request to finish…</source>
         <translation>正在等待 API 请求完成…</translation>
     </message>
@@ -858,123 +863,123 @@ Loaded in %2 s, warmed up in %3 s</source>
         <translation>本次无法保存对话：%1</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="319"/>
+        <location filename="../ui/main_window.py" line="320"/>
         <source>Focus the message box</source>
         <translation>转到输入框</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="322"/>
+        <location filename="../ui/main_window.py" line="323"/>
         <source>Copy the last answer</source>
         <translation>复制最后一条回答</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="379"/>
+        <location filename="../ui/main_window.py" line="380"/>
         <source>No model yet</source>
         <translation>尚无模型</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="391"/>
-        <location filename="../ui/main_window.py" line="400"/>
+        <location filename="../ui/main_window.py" line="392"/>
+        <location filename="../ui/main_window.py" line="401"/>
         <source>Loading model…</source>
         <translation>正在加载模型…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="399"/>
+        <location filename="../ui/main_window.py" line="400"/>
         <source>Reading model folder…</source>
         <translation>正在读取模型文件夹…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="401"/>
+        <location filename="../ui/main_window.py" line="402"/>
         <source>Warming up…</source>
         <translation>正在预热…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="419"/>
+        <location filename="../ui/main_window.py" line="420"/>
         <source>Now using %1.</source>
         <translation>现在使用 %1。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="445"/>
+        <location filename="../ui/main_window.py" line="446"/>
         <source>The model could not be loaded: %1</source>
         <translation>无法加载模型：%1</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="446"/>
+        <location filename="../ui/main_window.py" line="447"/>
         <source>No model loaded</source>
         <translation>未加载模型</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="482"/>
+        <location filename="../ui/main_window.py" line="483"/>
         <source>Measuring the best thread count…</source>
         <translation>正在测量最佳线程数…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="492"/>
+        <location filename="../ui/main_window.py" line="493"/>
         <source>Measuring the best thread count… %1/%2</source>
         <translation>正在测量最佳线程数… %1/%2</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="743"/>
+        <location filename="../ui/main_window.py" line="744"/>
         <source>waiting for the first token…</source>
         <translation>等待第一个词元…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="763"/>
+        <location filename="../ui/main_window.py" line="764"/>
         <source>first token %1 s</source>
         <translation>首个词元 %1 秒</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="796"/>
+        <location filename="../ui/main_window.py" line="797"/>
         <source>first token %1 s · %2 tokens/s · %3 tokens</source>
         <translation>首个词元 %1 秒 · %2 词元/秒 · %3 个词元</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="813"/>
+        <location filename="../ui/main_window.py" line="814"/>
         <source>The answer failed: %1</source>
         <translation>回答失败：%1</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="836"/>
+        <location filename="../ui/main_window.py" line="837"/>
         <source>This chat was changed outside this window while the answer was written: the answer or its chat no longer exists, so the answer was not kept.</source>
         <translation>回答写入期间，此对话在本窗口之外被更改：回答或其对话已不存在，因此未保留该回答。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="858"/>
+        <location filename="../ui/main_window.py" line="859"/>
         <source>Editing an earlier message. Sending starts a new version of the conversation from here; the old version is kept (use ‹ › on the message to switch). Esc cancels.</source>
         <translation>正在编辑之前的消息。发送后将从这里开始对话的新版本；旧版本会保留（用消息上的 ‹ › 切换）。按 Esc 取消。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="875"/>
+        <location filename="../ui/main_window.py" line="876"/>
         <source>Answer copied</source>
         <translation>已复制回答</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="942"/>
+        <location filename="../ui/main_window.py" line="943"/>
         <source>%1 / %2 tokens</source>
         <translation>%1 / %2 词元</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="953"/>
+        <location filename="../ui/main_window.py" line="954"/>
         <source>Sending this pushes the %1 oldest message(s) out of the context: the model will not see them.</source>
         <translation>发送后，最早的 %1 条消息将被移出上下文，模型将看不到它们。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="956"/>
+        <location filename="../ui/main_window.py" line="957"/>
         <source>A message is too long for the context and will be shortened in the middle.</source>
         <translation>有一条消息超出上下文长度，将从中间截短。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="1090"/>
+        <location filename="../ui/main_window.py" line="1091"/>
         <source>Switching to %1 when this answer is done.</source>
         <translation>这个回答结束后切换到 %1。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="1102"/>
+        <location filename="../ui/main_window.py" line="1103"/>
         <source>Loading %1… — your chat stays</source>
         <translation>正在加载 %1… — 对话会保留</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="1149"/>
+        <location filename="../ui/main_window.py" line="1150"/>
         <source>Applying settings…</source>
         <translation>正在应用设置…</translation>
     </message>

@@ -462,7 +462,9 @@ class DownloadDialog(QDialog):
         elif state.phase != phases.FETCH or self._last_progress is not None or state.fraction > 0:
             self.stage.setText(self.phase_text(state.phase) + "…")
         times = self.tr("%1 so far").replace("%1", human_seconds(state.elapsed))
-        if state.remaining is None:
+        if state.fraction >= 1.0 and state.remaining == 0.0:  # finished: no "about 5 s left" under Ready
+            times = self.tr("Done in %1").replace("%1", human_seconds(state.elapsed))
+        elif state.remaining is None:
             times += " · " + self.tr("working out the time left…")
         elif state.phase == phases.FETCH and self.tracker is not None and len(self.tracker.plan) > 1:
             # the download's own time left is beside its bytes: this one also counts what comes after it

@@ -7,8 +7,10 @@ that clip at 32767. Two large activations times two large weights of the same si
 On such CPUs the tiny test model's prompt logits were 0.9-1.8 off the float reference through the prefill
 graph and 0.2 off through the 4-bit decode graph, whose kernel does not clip (AMD EPYC, AVX2 only).
 
-``int8_products_clip`` builds a ``MatMulIntegerToFloat`` of the same shape family in memory, with inputs at
-the extremes, runs it on the CPU execution provider and compares with the exact sum. It asks the kernel
+``int8_products_clip`` runs a ``MatMulIntegerToFloat`` of the same shape family (``data/int8_probe.onnx``,
+written by ``probe_graph``; a test keeps the two the same), with inputs at the extremes, on the CPU execution
+provider and compares with the exact sum. The file is read rather than built at each start: importing the
+``onnx`` package to build it took 0.9 s of a 1.6 s load. It asks the kernel
 ONNX Runtime really picks, so no CPU flag table is needed, and it works on every OS. The answer is kept
 for the process.
 """
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import logging
+from importlib import resources
 
 import numpy as np
 
@@ -25,7 +28,11 @@ log = logging.getLogger(__name__)
 _M, _K, _N = 16, 64, 16  # a prompt-sized product: the kernel the prefill graph gets, not a vector path
 
 
-def _probe_graph() -> bytes:
+PROBE_FILE = "data/int8_probe.onnx"
+
+
+def probe_graph() -> bytes:
+    """The probe model's bytes, as ``data/int8_probe.onnx`` holds them (needs the ``onnx`` package)."""
     from onnx import TensorProto, helper
 
     inputs = [
@@ -71,7 +78,8 @@ def int8_products_clip() -> bool:
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = 1
         opts.log_severity_level = 3
-        session = ort.InferenceSession(_probe_graph(), opts, providers=["CPUExecutionProvider"])
+        probe = resources.files("qwen_desktop").joinpath(PROBE_FILE).read_bytes()
+        session = ort.InferenceSession(probe, opts, providers=["CPUExecutionProvider"])
         a = np.full((_M, _K), 255, np.uint8)  # 127 after the zero point
         (y,) = session.run(None, {"a": a})
     except Exception:  # any failure means "do not trust the int8 graph"

@@ -47,3 +47,22 @@ def test_where_the_kernel_clips_the_prefill_graph_stays_closed_unless_asked(tiny
     assert forced.prefill_session is not None and forced.prefill_skipped is None
     lean = OnnxModel(files, threads=1, max_len=64, prefill=False)
     assert lean.prefill_skipped == "Use less memory"
+
+
+def test_the_shipped_probe_is_the_graph_probe_graph_writes_and_loading_needs_no_onnx_package():
+    # the probe is read from data/ at each load: importing onnx to build it took 0.9 s of a 1.6 s load
+    import subprocess
+    import sys
+    from importlib import resources
+
+    from qwen_desktop.engine.int8_check import PROBE_FILE, probe_graph
+
+    assert resources.files("qwen_desktop").joinpath(PROBE_FILE).read_bytes() == probe_graph(), (
+        "regenerate qwen_desktop/data/int8_probe.onnx from int8_check.probe_graph()"
+    )
+    code = (
+        "import sys; from qwen_desktop.engine.int8_check import int8_products_clip; int8_products_clip(); "
+        "print('onnx' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"

@@ -202,6 +202,17 @@ def cmd_bench(args: argparse.Namespace) -> int:
         ("code edit, plain decode", f"{r.plain_edit_decode_tps:.1f} tokens/s"),
         ("code edit, prompt lookup", f"{r.lookup_decode_tps:.1f} tokens/s"),
         (f"decode after {r.long_context_tokens} tokens", f"{r.long_context_decode_tps:.1f} tokens/s"),
+        *(
+            [
+                (
+                    "decode ceiling (memory read / bytes a token)",
+                    f"{r.ceiling_tps:.1f} tokens/s ({r.read_gb_s:.1f} GB/s / {r.decode_mb:.0f} MB): "
+                    f"decode is {100 * r.decode_tps / r.ceiling_tps:.0f} % of it",
+                )
+            ]
+            if r.ceiling_tps and r.read_gb_s and r.decode_mb
+            else []
+        ),
         ("peak RSS, a chat (load, prompts, a reply)", f"{r.chat_peak_rss_mb:.0f} MB"),
         ("peak RSS", f"{r.peak_rss_mb:.0f} MB"),
     ]

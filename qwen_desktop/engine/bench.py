@@ -113,7 +113,18 @@ class BenchResult:
     memory_loaded: dict[str, Any] | None = None
     memory_long_prompt: dict[str, Any] | None = None
     memory_end: dict[str, Any] | None = None  # after the last figure (a conversation of long_context_tokens)
+    # the decode ceiling (engine/ceiling.py): memory read speed with ``threads`` threads, and the weights one
+    # decode step reads; measured after every other figure (its buffer is not in the peak RSS figures)
+    read_gb_s: float | None = None
+    decode_mb: float | None = None
     machine: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ceiling_tps(self) -> float | None:
+        """Tokens/s if a step took only the time to read its weights once."""
+        if not self.read_gb_s or not self.decode_mb:
+            return None
+        return self.read_gb_s * 1000 / self.decode_mb
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -177,6 +188,20 @@ def _turn6(engine: ChatEngine) -> tuple[float, int, int]:
         if isinstance(ev, Finished):
             return ev.stats.ttft, ev.stats.prompt_tokens, ev.stats.reused_tokens
     return 0.0, 0, 0
+
+
+def _ceiling(folder: Path, threads: int) -> tuple[float | None, float | None]:
+    from qwen_desktop.engine.ceiling import decode_bytes, read_bandwidth
+
+    try:
+        read = read_bandwidth(threads) / 1e9
+    except MemoryError:
+        read = None
+    try:
+        weights: float | None = decode_bytes(folder) / 1e6
+    except ImportError:  # no onnx package: the rest of the bench stands
+        weights = None
+    return read, weights or None
 
 
 def _peak_rss_mb() -> float:
@@ -283,6 +308,9 @@ def run_bench(
         say(tag + f"decode speed after {target} tokens of conversation")
         after_long.append(_long_context_decode(engine, target, decode_tokens))
     end = _memory(engine)
+    peak = _peak_rss_mb()
+    say("the decode ceiling: memory read speed and bytes per token")
+    read_gb_s, decode_mb = _ceiling(folder, engine.threads)
     long_s = statistics.median(t for t, _, _ in ttft_long)
     long_tokens = ttft_long[0][1]
     return BenchResult(
@@ -308,8 +336,10 @@ def run_bench(
         plain_edit_decode_tps=statistics.median(edit_plain),
         long_context_decode_tps=statistics.median(t for t, _ in after_long),
         long_context_tokens=after_long[0][1],
-        peak_rss_mb=_peak_rss_mb(),
+        peak_rss_mb=peak,
         chat_peak_rss_mb=chat_peak,
+        read_gb_s=read_gb_s,
+        decode_mb=decode_mb,
         ready_s=ready,
         from_cache=bool(engine.model.from_cache),
         low_memory=low_memory,

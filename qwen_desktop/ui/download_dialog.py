@@ -324,6 +324,11 @@ class DownloadDialog(QDialog):
         self.close_button.clicked.connect(self.reject)
         row.addWidget(self.close_button)
         layout.addLayout(row)
+        # Enter must not press Cancel while a download or build runs (a dialog's first button is its
+        # default otherwise); Space still presses the focused button, Esc still cancels. Close becomes the
+        # default once the job has ended (_ended), "Use this model" where it is offered.
+        for button in (self.import_button, self.retry_button, self.use_button, self.close_button):
+            button.setAutoDefault(False)
 
     # ----------------------------------------------------------------- starting
 
@@ -403,6 +408,8 @@ class DownloadDialog(QDialog):
             button.hide()
         self.close_button.setText(self.tr("Cancel"))
         self.close_button.setEnabled(True)
+        self.close_button.setDefault(False)  # running again: Enter presses nothing
+        self.use_button.setDefault(False)
 
     # ----------------------------------------------------------------- progress
 
@@ -521,6 +528,8 @@ class DownloadDialog(QDialog):
             self._ticker.stop()
         self.close_button.setText(self.tr("Close"))
         self.close_button.setEnabled(True)
+        if not self.use_button.isDefault():
+            self.close_button.setDefault(True)
         if self._close_when_stopped:
             self.done(QDialog.DialogCode.Rejected)
 

@@ -322,3 +322,17 @@ def test_a_model_that_came_with_the_app_is_offered_first(
     with qtbot.waitSignal(window.model_ready, timeout=60000) as ready:
         qtbot.mouseClick(page.bundled_button, Qt.MouseButton.LeftButton)
     assert ready.args[0].folder == tmp_path / "shelf" / "tiny-bundled"
+
+
+def test_enter_during_an_import_does_not_cancel_it(make_window, home, tiny_gguf, qtbot):
+    # Enter pressed "Cancel", the dialog's first button, while a download or build ran
+    window = make_window(wait_ready=False)
+    dialog = window.start_install(tiny_gguf)
+    cancelled: list[str] = []
+    dialog.task.cancelled.connect(cancelled.append)
+    qtbot.waitUntil(lambda: dialog.isVisible() and dialog.running, timeout=10000)
+    with qtbot.waitSignal(window.model_ready, timeout=120000):
+        qtbot.keyClick(dialog, Qt.Key.Key_Return)
+        qtbot.keyClick(dialog.close_button, Qt.Key.Key_Enter)
+    assert cancelled == []
+    assert (home / "models" / "tiny" / "manifest.json").is_file()

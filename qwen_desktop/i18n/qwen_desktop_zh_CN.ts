@@ -65,22 +65,22 @@
 <context>
     <name>ChatList</name>
     <message>
-        <location filename="../ui/sidebar.py" line="297"/>
+        <location filename="../ui/sidebar.py" line="303"/>
         <source>%1 matches</source>
         <translation>%1 处匹配</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="330"/>
+        <location filename="../ui/sidebar.py" line="336"/>
         <source>Chat title</source>
         <translation>对话标题</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="389"/>
+        <location filename="../ui/sidebar.py" line="395"/>
         <source>Chat actions</source>
         <translation>对话操作</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="390"/>
+        <location filename="../ui/sidebar.py" line="396"/>
         <source>Rename, pin, export or delete</source>
         <translation>重命名、置顶、导出或删除</translation>
     </message>
@@ -201,7 +201,7 @@
     <name>DownloadDialog</name>
     <message>
         <location filename="../ui/download_dialog.py" line="262"/>
-        <location filename="../ui/download_dialog.py" line="333"/>
+        <location filename="../ui/download_dialog.py" line="338"/>
         <source>Download a model</source>
         <translation>下载模型</translation>
     </message>
@@ -252,8 +252,8 @@
     </message>
     <message>
         <location filename="../ui/download_dialog.py" line="311"/>
-        <location filename="../ui/download_dialog.py" line="560"/>
-        <location filename="../ui/download_dialog.py" line="611"/>
+        <location filename="../ui/download_dialog.py" line="569"/>
+        <location filename="../ui/download_dialog.py" line="620"/>
         <source>Resume</source>
         <translation>继续</translation>
     </message>
@@ -274,7 +274,7 @@
     </message>
     <message>
         <location filename="../ui/download_dialog.py" line="322"/>
-        <location filename="../ui/download_dialog.py" line="404"/>
+        <location filename="../ui/download_dialog.py" line="409"/>
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
@@ -284,67 +284,67 @@
         <translation>取消或关闭</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="334"/>
+        <location filename="../ui/download_dialog.py" line="339"/>
         <source>&lt;b&gt;Downloading %1&lt;/b&gt;</source>
         <translation>&lt;b&gt;正在下载 %1&lt;/b&gt;</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="336"/>
+        <location filename="../ui/download_dialog.py" line="341"/>
         <source>about %1</source>
         <translation>约 %1</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="338"/>
+        <location filename="../ui/download_dialog.py" line="343"/>
         <source>licence %1</source>
         <translation>许可证 %1</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="342"/>
+        <location filename="../ui/download_dialog.py" line="347"/>
         <source>Cancel keeps what has arrived: pressing Download again later continues from there. The file is checked against the hub&apos;s SHA-256 before it is used.</source>
         <translation>取消会保留已下载的部分：之后再次点击“下载”会从那里继续。文件在使用前会与模型库提供的 SHA-256 校验。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="347"/>
+        <location filename="../ui/download_dialog.py" line="352"/>
         <source>Connecting to the Hugging Face hub…</source>
         <translation>正在连接 Hugging Face 模型库…</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="354"/>
+        <location filename="../ui/download_dialog.py" line="359"/>
         <source>Import a model</source>
         <translation>导入模型</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="355"/>
+        <location filename="../ui/download_dialog.py" line="360"/>
         <source>&lt;b&gt;Importing %1&lt;/b&gt;</source>
         <translation>&lt;b&gt;正在导入 %1&lt;/b&gt;</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="368"/>
+        <location filename="../ui/download_dialog.py" line="373"/>
         <source>Reading…</source>
         <translation>正在读取…</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="414"/>
+        <location filename="../ui/download_dialog.py" line="421"/>
         <source>%1 of %2</source>
         <translation>%1 / %2</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="422"/>
+        <location filename="../ui/download_dialog.py" line="429"/>
         <source>%1/s</source>
         <translation>%1/秒</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="522"/>
+        <location filename="../ui/download_dialog.py" line="529"/>
         <source>Close</source>
         <translation>关闭</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="543"/>
+        <location filename="../ui/download_dialog.py" line="552"/>
         <source>Installed</source>
         <translation>已安装</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="531"/>
+        <location filename="../ui/download_dialog.py" line="540"/>
         <source>%1 · %2 on disk · in %3</source>
         <translation>%1 · 占用 %2 · 位于 %3</translation>
     </message>
@@ -354,79 +354,79 @@
         <translation>已用时间和剩余时间</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="362"/>
+        <location filename="../ui/download_dialog.py" line="367"/>
         <source>The file is prepared once for this app; that takes about %1 min on a 2-core laptop (less on a faster computer). Cancel stops it and leaves nothing behind.</source>
         <translation>文件只需为本应用准备一次；在双核笔记本电脑上大约需要 %1 分钟（更快的电脑用时更短）。“取消”会停止并且不留下任何内容。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="367"/>
+        <location filename="../ui/download_dialog.py" line="372"/>
         <source>The model is copied into the models folder.</source>
         <translation>模型将被复制到模型文件夹。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="442"/>
+        <location filename="../ui/download_dialog.py" line="449"/>
         <source>Downloading the model</source>
         <translation>正在下载模型</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="443"/>
+        <location filename="../ui/download_dialog.py" line="450"/>
         <source>Reading the file</source>
         <translation>正在读取文件</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="444"/>
+        <location filename="../ui/download_dialog.py" line="451"/>
         <source>Trying the model on a sample text</source>
         <translation>正在用示例文本试运行模型</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="445"/>
+        <location filename="../ui/download_dialog.py" line="452"/>
         <source>Making the model smaller so it runs fast</source>
         <translation>正在缩小模型，让它运行得更快</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="446"/>
-        <location filename="../ui/download_dialog.py" line="448"/>
+        <location filename="../ui/download_dialog.py" line="453"/>
+        <location filename="../ui/download_dialog.py" line="455"/>
         <source>Saving</source>
         <translation>正在保存</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="447"/>
+        <location filename="../ui/download_dialog.py" line="454"/>
         <source>Preparing quick reading of long messages</source>
         <translation>正在准备快速读取长消息</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="449"/>
+        <location filename="../ui/download_dialog.py" line="456"/>
         <source>Finishing the model</source>
         <translation>正在完成模型</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="450"/>
+        <location filename="../ui/download_dialog.py" line="457"/>
         <source>Checking the files</source>
         <translation>正在检查文件</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="451"/>
+        <location filename="../ui/download_dialog.py" line="458"/>
         <source>Copying the model</source>
         <translation>正在复制模型</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="452"/>
+        <location filename="../ui/download_dialog.py" line="459"/>
         <source>Starting the model</source>
         <translation>正在启动模型</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="464"/>
+        <location filename="../ui/download_dialog.py" line="471"/>
         <source>%1 so far</source>
         <translation>已用 %1</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="468"/>
+        <location filename="../ui/download_dialog.py" line="475"/>
         <source>working out the time left…</source>
         <translation>正在估算剩余时间…</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="424"/>
-        <location filename="../ui/download_dialog.py" line="473"/>
+        <location filename="../ui/download_dialog.py" line="431"/>
+        <location filename="../ui/download_dialog.py" line="480"/>
         <source>about %1 left</source>
         <translation>约剩 %1</translation>
     </message>
@@ -436,132 +436,132 @@
         <translation>使用已有的模型文件…</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="466"/>
+        <location filename="../ui/download_dialog.py" line="473"/>
         <source>Done in %1</source>
         <translation>用时 %1，已完成</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="471"/>
+        <location filename="../ui/download_dialog.py" line="478"/>
         <source>about %1 left in all</source>
         <translation>全部完成约剩 %1</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="491"/>
+        <location filename="../ui/download_dialog.py" line="498"/>
         <source>Installed. Switching to it as soon as the answer being written is done…</source>
         <translation>已安装。正在生成的回答完成后即切换到它…</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="501"/>
+        <location filename="../ui/download_dialog.py" line="508"/>
         <source>Ready: the app now uses %1.</source>
         <translation>就绪：应用现在使用 %1。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="511"/>
+        <location filename="../ui/download_dialog.py" line="518"/>
         <source>Installed, but it could not be started</source>
         <translation>已安装，但无法启动</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="539"/>
+        <location filename="../ui/download_dialog.py" line="548"/>
         <source>The model is installed; the app switches to it by itself.</source>
         <translation>模型已安装，应用会自动切换到它。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="544"/>
+        <location filename="../ui/download_dialog.py" line="553"/>
         <source>The model is ready. It is listed among the installed models.</source>
         <translation>模型已就绪，已列在已安装的模型中。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="551"/>
+        <location filename="../ui/download_dialog.py" line="560"/>
         <source>Paused</source>
         <translation>已暂停</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="556"/>
+        <location filename="../ui/download_dialog.py" line="565"/>
         <source>What has arrived is kept in the models folder; Resume (or Download later) continues from there.</source>
         <translation>已下载的部分保留在模型文件夹中；点击“继续”（或之后再下载）会从那里继续。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="563"/>
+        <location filename="../ui/download_dialog.py" line="572"/>
         <source>The import was cancelled; nothing was installed.</source>
         <translation>导入已取消，未安装任何内容。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="567"/>
+        <location filename="../ui/download_dialog.py" line="576"/>
         <source>Stopped while building. The downloaded file is kept: Resume only builds it.</source>
         <translation>在构建时停止。已下载的文件会保留：“继续”只需重新构建。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="571"/>
+        <location filename="../ui/download_dialog.py" line="580"/>
         <source>Paused at %1 of %2.</source>
         <translation>暂停于 %1 / %2。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="576"/>
+        <location filename="../ui/download_dialog.py" line="585"/>
         <source>Stopped.</source>
         <translation>已停止。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="583"/>
+        <location filename="../ui/download_dialog.py" line="592"/>
         <source>The Hugging Face hub cannot be reached.</source>
         <translation>无法连接 Hugging Face 模型库。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="584"/>
+        <location filename="../ui/download_dialog.py" line="593"/>
         <source>This model was not found on the hub.</source>
         <translation>模型库中找不到此模型。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="585"/>
+        <location filename="../ui/download_dialog.py" line="594"/>
         <source>This model needs a Hugging Face login.</source>
         <translation>此模型需要登录 Hugging Face。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="586"/>
+        <location filename="../ui/download_dialog.py" line="595"/>
         <source>The download arrived damaged and was deleted; nothing was installed.</source>
         <translation>下载的文件已损坏并被删除，未安装任何内容。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="587"/>
+        <location filename="../ui/download_dialog.py" line="596"/>
         <source>Not enough disk space.</source>
         <translation>磁盘空间不足。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="588"/>
+        <location filename="../ui/download_dialog.py" line="597"/>
         <source>The hub keeps answering with an error.</source>
         <translation>模型库持续返回错误。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="589"/>
+        <location filename="../ui/download_dialog.py" line="598"/>
         <source>The connection keeps dropping; what arrived is kept.</source>
         <translation>连接不断中断；已下载的部分会保留。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="591"/>
+        <location filename="../ui/download_dialog.py" line="600"/>
         <source>The model could not be installed.</source>
         <translation>无法安装模型。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="597"/>
+        <location filename="../ui/download_dialog.py" line="606"/>
         <source>Failed</source>
         <translation>失败</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="600"/>
+        <location filename="../ui/download_dialog.py" line="609"/>
         <source>What has arrived is kept; Resume continues from there.</source>
         <translation>已下载的部分会保留；“继续”会从那里继续。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="611"/>
+        <location filename="../ui/download_dialog.py" line="620"/>
         <source>Try again</source>
         <translation>重试</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="620"/>
+        <location filename="../ui/download_dialog.py" line="629"/>
         <source>No connection to %1 — check the network, or use a model file you already have.</source>
         <translation>无法连接到 %1 —— 请检查网络，或使用已有的模型文件。</translation>
     </message>
     <message>
-        <location filename="../ui/download_dialog.py" line="637"/>
+        <location filename="../ui/download_dialog.py" line="646"/>
         <source>Stopping…</source>
         <translation>正在停止…</translation>
     </message>
@@ -1839,238 +1839,243 @@ Loaded in %2 s, warmed up in %3 s</source>
         <translation>更早</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="529"/>
-        <location filename="../ui/sidebar.py" line="531"/>
+        <location filename="../ui/sidebar.py" line="535"/>
+        <location filename="../ui/sidebar.py" line="537"/>
         <source>New chat</source>
         <translation>新对话</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="532"/>
+        <location filename="../ui/sidebar.py" line="538"/>
         <source>Start a new chat (Ctrl+N)</source>
         <translation>开始新对话 (Ctrl+N)</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="538"/>
-        <location filename="../ui/sidebar.py" line="545"/>
-        <location filename="../ui/sidebar.py" line="612"/>
+        <location filename="../ui/sidebar.py" line="544"/>
+        <location filename="../ui/sidebar.py" line="551"/>
+        <location filename="../ui/sidebar.py" line="618"/>
         <source>Search chats</source>
         <translation>搜索对话</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="539"/>
-        <location filename="../ui/sidebar.py" line="542"/>
+        <location filename="../ui/sidebar.py" line="545"/>
+        <location filename="../ui/sidebar.py" line="548"/>
         <source>Search chats (Ctrl+K)</source>
         <translation>搜索对话 (Ctrl+K)</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="547"/>
+        <location filename="../ui/sidebar.py" line="553"/>
         <source>Clear the search</source>
         <translation>清除搜索</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="559"/>
-        <location filename="../ui/sidebar.py" line="578"/>
+        <location filename="../ui/sidebar.py" line="565"/>
+        <location filename="../ui/sidebar.py" line="584"/>
         <source>Chats</source>
         <translation>对话</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="561"/>
+        <location filename="../ui/sidebar.py" line="567"/>
         <source>Search results</source>
         <translation>搜索结果</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="571"/>
+        <location filename="../ui/sidebar.py" line="577"/>
         <source>Search result</source>
         <translation>搜索结果</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="577"/>
+        <location filename="../ui/sidebar.py" line="583"/>
         <source>No chats yet. What you ask starts one, and it shows here.</source>
         <translation>还没有对话。你的第一个问题会开始一个对话，并显示在这里。</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="590"/>
+        <location filename="../ui/sidebar.py" line="596"/>
         <source>Models</source>
         <translation>模型</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="590"/>
+        <location filename="../ui/sidebar.py" line="596"/>
         <source>Models: download, import, choose</source>
         <translation>模型：下载、导入、选择</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="592"/>
+        <location filename="../ui/sidebar.py" line="598"/>
         <source>Settings</source>
         <translation>设置</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="592"/>
+        <location filename="../ui/sidebar.py" line="598"/>
         <source>Settings (Ctrl+,)</source>
         <translation>设置 (Ctrl+,)</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="595"/>
-        <location filename="../ui/sidebar.py" line="598"/>
+        <location filename="../ui/sidebar.py" line="601"/>
+        <location filename="../ui/sidebar.py" line="604"/>
         <source>Import and export chats</source>
         <translation>导入和导出对话</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="599"/>
+        <location filename="../ui/sidebar.py" line="605"/>
         <source>Export all chats…</source>
         <translation>导出全部对话…</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="601"/>
+        <location filename="../ui/sidebar.py" line="607"/>
         <source>Import chats…</source>
         <translation>导入对话…</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="780"/>
+        <location filename="../ui/sidebar.py" line="786"/>
         <source>The chats cannot be searched: %1</source>
         <translation>无法搜索对话：%1</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="808"/>
+        <location filename="../ui/sidebar.py" line="809"/>
+        <source>The title matches</source>
+        <translation>标题匹配</translation>
+    </message>
+    <message>
+        <location filename="../ui/sidebar.py" line="832"/>
         <source>No chat contains “%1”.</source>
         <translation>没有对话包含“%1”。</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="847"/>
+        <location filename="../ui/sidebar.py" line="871"/>
         <source>Chat actions</source>
         <translation>对话操作</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="848"/>
+        <location filename="../ui/sidebar.py" line="872"/>
         <source>Rename</source>
         <translation>重命名</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="849"/>
+        <location filename="../ui/sidebar.py" line="873"/>
         <source>Unpin</source>
         <translation>取消置顶</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="849"/>
+        <location filename="../ui/sidebar.py" line="873"/>
         <source>Pin</source>
         <translation>置顶</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="850"/>
+        <location filename="../ui/sidebar.py" line="874"/>
         <source>Export…</source>
         <translation>导出…</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="852"/>
+        <location filename="../ui/sidebar.py" line="876"/>
         <source>Delete…</source>
         <translation>删除…</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="899"/>
+        <location filename="../ui/sidebar.py" line="923"/>
         <source>The chat could not be changed</source>
         <translation>无法修改对话</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="915"/>
+        <location filename="../ui/sidebar.py" line="939"/>
         <source>Delete conversation</source>
         <translation>删除对话</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="916"/>
+        <location filename="../ui/sidebar.py" line="940"/>
         <source>Delete “%1” and all its messages? This cannot be undone.</source>
         <translation>删除“%1”及其全部消息？此操作无法撤销。</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="923"/>
+        <location filename="../ui/sidebar.py" line="947"/>
         <source>Delete</source>
         <translation>删除</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="924"/>
+        <location filename="../ui/sidebar.py" line="948"/>
         <source>Delete the conversation</source>
         <translation>删除该对话</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="934"/>
+        <location filename="../ui/sidebar.py" line="958"/>
         <source>The chat could not be deleted</source>
         <translation>无法删除对话</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="953"/>
+        <location filename="../ui/sidebar.py" line="977"/>
         <source>Markdown (*.md)</source>
         <translation>Markdown (*.md)</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="954"/>
+        <location filename="../ui/sidebar.py" line="978"/>
         <source>JSON, every version (*.json)</source>
         <translation>JSON，包含所有版本 (*.json)</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="957"/>
+        <location filename="../ui/sidebar.py" line="981"/>
         <source>Export chat</source>
         <translation>导出对话</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="973"/>
+        <location filename="../ui/sidebar.py" line="997"/>
         <source>The chat was not exported</source>
         <translation>对话未导出</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="978"/>
+        <location filename="../ui/sidebar.py" line="1002"/>
         <source>Exported “%1” to %2</source>
         <translation>已将“%1”导出到 %2</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="987"/>
+        <location filename="../ui/sidebar.py" line="1011"/>
         <source>Export all chats</source>
         <translation>导出全部对话</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="987"/>
+        <location filename="../ui/sidebar.py" line="1011"/>
         <source>Chat export (*.json)</source>
         <translation>对话导出文件 (*.json)</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="997"/>
+        <location filename="../ui/sidebar.py" line="1021"/>
         <source>The chats were not exported</source>
         <translation>对话未导出</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="1000"/>
+        <location filename="../ui/sidebar.py" line="1024"/>
         <source>Exported %1 chats to %2</source>
         <translation>已将 %1 个对话导出到 %2</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="1004"/>
+        <location filename="../ui/sidebar.py" line="1028"/>
         <source>Some chats were left out</source>
         <translation>部分对话未导出</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="1005"/>
+        <location filename="../ui/sidebar.py" line="1029"/>
         <source>These chats are damaged and were not exported: %1</source>
         <translation>以下对话已损坏，未导出：%1</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="1016"/>
+        <location filename="../ui/sidebar.py" line="1040"/>
         <source>Import chats</source>
         <translation>导入对话</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="1018"/>
+        <location filename="../ui/sidebar.py" line="1042"/>
         <source>Chat export (*.json);;All files (*)</source>
         <translation>对话导出文件 (*.json);;所有文件 (*)</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="1026"/>
+        <location filename="../ui/sidebar.py" line="1050"/>
         <source>Nothing was imported</source>
         <translation>未导入任何内容</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="1029"/>
+        <location filename="../ui/sidebar.py" line="1053"/>
         <source>Imported %1 chats</source>
         <translation>已导入 %1 个对话</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="1031"/>
+        <location filename="../ui/sidebar.py" line="1055"/>
         <source> (%1 were here already)</source>
         <translation>（%1 个已存在）</translation>
     </message>

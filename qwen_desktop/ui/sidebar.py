@@ -161,6 +161,12 @@ def snippet_html(snippet: str, hit_colour: str) -> str:
     return "".join(parts)
 
 
+def _title_has(title: str, query: str) -> bool:
+    """Whether every word of ``query`` is in ``title``, ignoring case (the title search of the sidebar)."""
+    folded = title.casefold()
+    return all(word in folded for word in query.casefold().split())
+
+
 def _escaped(text: str) -> str:
     return html.escape(reveal_bidi(text), quote=False)
 
@@ -783,11 +789,29 @@ class Sidebar(QWidget):
         by_chat: dict[int, list[SearchHit]] = {}
         for hit in hits:
             by_chat.setdefault(hit.conversation_id, []).append(hit)
+        # chats whose title has the words but none of whose messages do (a renamed chat): listed first
+        try:
+            titled = [
+                c
+                for c in self.store.list_conversations()
+                if c.id not in by_chat and _title_has(c.title, query)
+            ]
+        except StorageError:
+            titled = []
         view = self.results_list
         chosen = view.currentItem().data(ID_ROLE) if view.currentItem() is not None else None
         view.blockSignals(True)
         view.clear()
         accent = self.palette().color(QPalette.ColorRole.Link).name()
+        for conv in titled:
+            item = self._chat_item(conv, "hit")
+            item.setData(MESSAGE_ROLE, 0)
+            item.setData(SNIPPET_ROLE, _escaped(self.tr("The title matches")))
+            item.setData(COUNT_ROLE, 1)
+            item.setData(Qt.ItemDataRole.AccessibleTextRole, reveal_bidi(conv.title))
+            view.addItem(item)
+            if conv.id == chosen:
+                view.setCurrentItem(item)
         for chat_hits in by_chat.values():
             best = chat_hits[0]
             item = self._chat_item(best, "hit")
@@ -802,7 +826,7 @@ class Sidebar(QWidget):
             if best.conversation_id == chosen:
                 view.setCurrentItem(item)
         view.blockSignals(False)
-        if by_chat:
+        if by_chat or titled:
             self.stack.setCurrentWidget(view)
         else:
             self.no_results.setText(self.tr("No chat contains “%1”.").replace("%1", reveal_bidi(query)))

@@ -242,6 +242,26 @@ def test_search_with_no_match_says_so_and_enter_opens_the_first_hit(window_with_
     assert sidebar.search.text() == "" and sidebar.chat_list.isVisible()
 
 
+def test_search_finds_a_chat_by_its_title_when_no_message_has_the_words(window_with_chats, qtbot):
+    # a chat renamed "Holiday plans" was not found by "holiday": only messages were searched
+    window, ids = window_with_chats(
+        [("Holiday plans", 2, False, ["where to go in May", "Lisbon"]), ("Other", 0, False, ["holiday pay"])]
+    )
+    sidebar = window.sidebar
+    sidebar.search.setFocus()
+    qtbot.keyClicks(sidebar.search, "HOLIDAY plans")
+    qtbot.waitUntil(sidebar.results_list.isVisible)
+    rows = [sidebar.results_list.item(i).text() for i in range(sidebar.results_list.count())]
+    assert rows == ["Holiday plans"]  # "Other" has "holiday" but not "plans"
+    qtbot.keyClick(sidebar.search, Qt.Key.Key_Return)
+    assert window.conversation_id == ids[0]
+    sidebar.search.clear()
+    qtbot.keyClicks(sidebar.search, "holiday")
+    qtbot.waitUntil(lambda: sidebar.results_list.count() == 2)
+    found = {sidebar.results_list.item(i).text() for i in range(sidebar.results_list.count())}
+    assert found == {"Holiday plans", "Other"}  # by title and by a message
+
+
 # ----------------------------------------------------------------- a chat's actions
 
 

@@ -17,7 +17,7 @@ LINKED = [ROOT / "README.md", *PAGES]
 MAX_LINES = 220
 # The appendix holds the dated measurements, so it may grow.
 # models.md: 227 lines once its download section gained "Downloads behind a proxy" (issue 23 item 6).
-LONG_PAGES = {"experiments.md", "models.md"}
+LONG_PAGES = {"experiments.md"}
 
 LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
 FENCE = re.compile(r"^```.*?^```", re.S | re.M)

@@ -471,7 +471,6 @@ class ReadTwice:
         self._kept: dict[str, np.ndarray] = {}
         self._bytes = 0
         self._lock = threading.Lock()
-        self.reads = 0  # tensors dequantized (for tests)
 
     def __call__(self, name: str) -> np.ndarray:
         with self._lock:
@@ -482,7 +481,6 @@ class ReadTwice:
         value = self._fetch(name)
         value.flags.writeable = False
         with self._lock:
-            self.reads += 1
             if self._kept.pop(name, None) is not None:  # both read it at once: this was the second read
                 self._bytes -= value.nbytes
             elif self._bytes + value.nbytes <= self._limit:

@@ -8,6 +8,7 @@ lookups (``GatherBlockQuantized``) and the graph's inputs and outputs. ``onnx_fa
 
 from __future__ import annotations
 
+import functools
 from collections import deque
 from collections.abc import Callable, Mapping
 from concurrent.futures import Executor, Future
@@ -222,16 +223,7 @@ class LayerWriter:
         limit = max(1, getattr(self.pool, "_max_workers", 1)) + 1
         while len(self._fits) > limit:
             self._fits.popleft().result()
-        if len(futures) == 1:
-            return futures[0].result
-        joined: list[Packed] = []
-
-        def result() -> Packed:
-            if not joined:
-                joined.append(_joined([f.result() for f in futures]))
-            return joined[0]
-
-        return result
+        return functools.cache(lambda: _joined([f.result() for f in futures]))
 
     def _quantize(self, w: np.ndarray, bits: int, block_size: int, base: str) -> BlockQuantized:
         # the head's coarse preview sees the same final-norm states as its exact rows

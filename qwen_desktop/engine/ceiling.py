@@ -10,6 +10,7 @@ ceiling and decode as a share of it (docs/benchmarks.md).
 
 from __future__ import annotations
 
+import math
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -20,14 +21,6 @@ from qwen_desktop.engine.manifest import HEAD_FILE, MODEL_FILE
 
 # ops whose weights a decode step reads whole
 _READ_WHOLE = {"MatMulNBits", "MatMul", "Gemm", "MatMulInteger", "MatMulIntegerToFloat"}
-_ITEM_BYTES = {
-    1: 4,
-    2: 1,
-    3: 1,
-    10: 2,
-    11: 8,
-    16: 2,
-}  # ONNX data types: float, uint8, int8, fp16, double, bf16
 
 
 def decode_bytes(folder: Path | str) -> int:
@@ -43,12 +36,10 @@ def decode_bytes(folder: Path | str) -> int:
         if not path.is_file():
             continue
         graph = onnx.load(str(path), load_external_data=False).graph
-        sizes = {}
-        for t in graph.initializer:
-            count = 1
-            for d in t.dims:
-                count *= d
-            sizes[t.name] = count * _ITEM_BYTES.get(t.data_type, 4)
+        sizes = {
+            t.name: math.prod(t.dims) * onnx.helper.tensor_dtype_to_np_dtype(t.data_type).itemsize
+            for t in graph.initializer
+        }
         used = {i for n in graph.node if n.op_type in _READ_WHOLE for i in n.input if i in sizes}
         total += sum(sizes[i] for i in used)
     return total

@@ -123,6 +123,12 @@ def wait(signal: object, timeout: float = 300.0) -> list[object]:
     return got
 
 
+def save_shot(widget: object, out: Path) -> None:
+    """Save what ``widget`` shows as the PNG ``out`` and say so."""
+    widget.grab().save(str(out))  # type: ignore[attr-defined]
+    print(f"saved {out}", flush=True)
+
+
 def pause(ms: int) -> None:
     """Let the event loop run for ``ms`` milliseconds."""
     from PySide6.QtCore import QEventLoop, QTimer
@@ -215,8 +221,7 @@ def shoot(
     while tokens[0] < mid_tokens and not results:
         pause(50)
     pause(150)  # let the throttled render catch up
-    window.grab().save(str(out))
-    print(f"saved {out}", flush=True)
+    save_shot(window, out)
     window.stop()
     while not results:
         pause(50)
@@ -276,8 +281,7 @@ def shoot_search(window: object, out: Path) -> None:
             results.viewport(), results.visualItemRect(results.item(min(1, results.count() - 1))).center()
         )
     pause(400)
-    window.grab().save(str(out))  # type: ignore[attr-defined]
-    print(f"saved {out}", flush=True)
+    save_shot(window, out)
 
 
 def shoot_first_run(home: Path, out: Path) -> None:
@@ -289,8 +293,7 @@ def shoot_first_run(home: Path, out: Path) -> None:
     window.resize(1180, 760)
     window.show()
     pause(300)
-    window.grab().save(str(out))
-    print(f"saved {out}", flush=True)
+    save_shot(window, out)
     window.close()
 
 
@@ -429,8 +432,7 @@ def shoot_models_page(home: Path, folder: Path, theme: str, out: Path) -> None:
     dialog.resize(980, 640)
     dialog.show()
     pause(300)
-    dialog.grab().save(str(out))
-    print(f"saved {out}", flush=True)
+    save_shot(dialog, out)
     dialog.close()
     del os.environ[BUNDLED_ENV]
 

@@ -11,12 +11,7 @@ def answer_box(qtbot, how: str, tries: int = 500) -> list[str]:
     button), or a button's text. Returns the list the box's text is appended to once it was seen."""
     seen: list[str] = []
 
-    def answer(left: int = tries) -> None:
-        box = QApplication.activeModalWidget()
-        if not isinstance(box, QMessageBox):
-            if left:
-                QTimer.singleShot(20, lambda: answer(left - 1))
-            return
+    def answer(box: QMessageBox) -> None:
         seen.append(box.text())
         if how == "esc":
             qtbot.keyClick(box, Qt.Key.Key_Escape)
@@ -25,7 +20,7 @@ def answer_box(qtbot, how: str, tries: int = 500) -> list[str]:
         else:
             qtbot.mouseClick(next(b for b in box.buttons() if b.text() == how), Qt.MouseButton.LeftButton)
 
-    QTimer.singleShot(0, answer)
+    on_dialog(qtbot, QMessageBox, answer, tries)
     return seen
 
 

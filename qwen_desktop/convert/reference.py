@@ -102,11 +102,10 @@ class ReferenceModel:
             self.v_cache[i] = np.concatenate([self.v_cache[i], v], axis=1)
             kk = np.repeat(self.k_cache[i], group, axis=0)  # [heads, total, d]
             vv = np.repeat(self.v_cache[i], group, axis=0)
-            # softmax in place in float32: at calibration length (~1150 tokens) each fresh [heads, seq,
-            # total] array costs more to allocate than to compute, and float64 took 2-3x the time for
-            # outputs within 1e-6 of it
-            p = q @ kk.transpose(0, 2, 1)  # [heads, seq, total]
-            p *= np.float32(1.0 / np.sqrt(d))
+            # softmax in float64, in place: at calibration length (~1150 tokens) each fresh [heads, seq,
+            # total] array costs more to allocate than to compute
+            p = (q @ kk.transpose(0, 2, 1)).astype(np.float64)  # [heads, seq, total]
+            p /= np.sqrt(d)
             np.copyto(p, -np.inf, where=hidden[None])
             p -= p.max(axis=-1, keepdims=True)
             np.exp(p, out=p)

@@ -35,21 +35,21 @@ COPY = "copy"
 LOAD = "load"
 
 # Seconds per phase: benchmarks/install_phases.py on the real Qwen2.5-Coder-0.5B-Instruct q8_0 GGUF (491 MB),
-# default build, 2 vCPUs of an AMD EPYC (AVX2), quiet, 12-07, main at eb07e68: 68.3 s in all (docs/models.md,
+# default build, 2 vCPUs of an AMD EPYC (AVX2), quiet, 12-07, main at 81877c8: 74.7 s in all (docs/models.md,
 # "How long an install takes"). FETCH is only a stand-in until the download's own estimate is known; COPY (a
 # folder copied as it is) was not measured: a ~1 GB copy on a local disk.
 PHASE_SECONDS: dict[str, float] = {
     FETCH: 60.0,
-    READ: 8.3,
-    CALIBRATE: 5.6,
-    QUANTIZE: 29.2,
-    WRITE: 1.5,
-    PREFILL: 5.8,
-    WRITE_PREFILL: 1.6,
-    HEAD: 13.5,
-    VERIFY: 0.6,
+    READ: 7.7,
+    CALIBRATE: 5.4,
+    QUANTIZE: 35.1,
+    WRITE: 1.4,
+    PREFILL: 5.6,
+    WRITE_PREFILL: 1.7,
+    HEAD: 14.5,
+    VERIFY: 0.5,
     COPY: 5.0,
-    LOAD: 2.2,
+    LOAD: 2.8,
 }
 BUILD_PHASES = (READ, CALIBRATE, QUANTIZE, WRITE, PREFILL, WRITE_PREFILL, HEAD, VERIFY)
 SETTLE_SECONDS = 2.0  # no time-left estimate before this much time has passed

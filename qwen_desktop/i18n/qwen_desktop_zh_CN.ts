@@ -198,6 +198,47 @@
     </message>
 </context>
 <context>
+    <name>ContextMeter</name>
+    <message>
+        <location filename="../ui/context_meter.py" line="22"/>
+        <source>Context used</source>
+        <translation>已用上下文</translation>
+    </message>
+    <message>
+        <location filename="../ui/context_meter.py" line="31"/>
+        <source>context: –</source>
+        <translation>上下文：–</translation>
+    </message>
+    <message>
+        <location filename="../ui/context_meter.py" line="38"/>
+        <source>%1 / %2 tokens</source>
+        <translation>%1 / %2 词元</translation>
+    </message>
+    <message>
+        <location filename="../ui/context_meter.py" line="40"/>
+        <source>System prompt: %1 · history and message: %2 · kept for the reply: %3</source>
+        <translation>系统提示：%1 · 历史与消息：%2 · 为回答保留：%3</translation>
+    </message>
+</context>
+<context>
+    <name>ContextWarning</name>
+    <message>
+        <location filename="../ui/context_meter.py" line="53"/>
+        <source>Context warning</source>
+        <translation>上下文警告</translation>
+    </message>
+    <message>
+        <location filename="../ui/context_meter.py" line="62"/>
+        <source>Sending this pushes the %1 oldest message(s) out of the context: the model will not see them.</source>
+        <translation>发送后，最早的 %1 条消息将被移出上下文，模型将看不到它们。</translation>
+    </message>
+    <message>
+        <location filename="../ui/context_meter.py" line="66"/>
+        <source>A message is too long for the context and will be shortened in the middle.</source>
+        <translation>有一条消息超出上下文长度，将从中间截短。</translation>
+    </message>
+</context>
+<context>
     <name>DownloadDialog</name>
     <message>
         <location filename="../ui/download_dialog.py" line="262"/>
@@ -693,293 +734,150 @@
 <context>
     <name>MainWindow</name>
     <message>
-        <location filename="../ui/main_window.py" line="136"/>
+        <location filename="../ui/main_window.py" line="139"/>
         <source>Qwen Desktop</source>
         <translation>Qwen 桌面版</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="319"/>
-        <location filename="../ui/main_window.py" line="576"/>
-        <location filename="../ui/main_window.py" line="715"/>
+        <location filename="../ui/main_window.py" line="289"/>
+        <location filename="../ui/main_window.py" line="531"/>
+        <location filename="../ui/main_window.py" line="670"/>
         <source>New chat</source>
         <translation>新对话</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="322"/>
+        <location filename="../ui/main_window.py" line="292"/>
         <source>Settings</source>
         <translation>设置</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="198"/>
-        <source>Problem</source>
-        <translation>问题</translation>
-    </message>
-    <message>
-        <location filename="../ui/main_window.py" line="201"/>
-        <source>Choose a model…</source>
-        <translation>选择模型…</translation>
-    </message>
-    <message>
-        <location filename="../ui/main_window.py" line="202"/>
-        <source>Choose a model</source>
-        <translation>选择模型</translation>
-    </message>
-    <message>
-        <location filename="../ui/main_window.py" line="205"/>
-        <source>Dismiss</source>
-        <translation>关闭</translation>
-    </message>
-    <message>
-        <location filename="../ui/main_window.py" line="206"/>
-        <source>Dismiss the message</source>
-        <translation>关闭此提示</translation>
-    </message>
-    <message>
-        <location filename="../ui/main_window.py" line="224"/>
+        <location filename="../ui/main_window.py" line="214"/>
         <source>Editing notice</source>
         <translation>编辑提示</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="229"/>
-        <source>Context warning</source>
-        <translation>上下文警告</translation>
-    </message>
-    <message>
-        <location filename="../ui/main_window.py" line="321"/>
+        <location filename="../ui/main_window.py" line="291"/>
         <source>Stop</source>
         <translation>停止</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="248"/>
-        <source>Starting…</source>
-        <translation>正在启动…</translation>
-    </message>
-    <message>
-        <location filename="../ui/main_window.py" line="249"/>
-        <source>Status</source>
-        <translation>状态</translation>
-    </message>
-    <message>
-        <location filename="../ui/main_window.py" line="255"/>
-        <source>Answer speed</source>
-        <translation>回答速度</translation>
-    </message>
-    <message>
-        <location filename="../ui/main_window.py" line="258"/>
-        <source>Local server</source>
-        <translation>本地服务器</translation>
-    </message>
-    <message>
-        <location filename="../ui/main_window.py" line="262"/>
-        <source>Context used</source>
-        <translation>已用上下文</translation>
-    </message>
-    <message>
-        <location filename="../ui/main_window.py" line="265"/>
-        <location filename="../ui/main_window.py" line="889"/>
-        <source>context: –</source>
-        <translation>上下文：–</translation>
-    </message>
-    <message>
-        <location filename="../ui/main_window.py" line="430"/>
-        <source>Ready · %1 · %2</source>
-        <translation>就绪 · %1 · %2</translation>
-    </message>
-    <message>
-        <location filename="../ui/main_window.py" line="435"/>
-        <source>%1
-Loaded in %2 s, warmed up in %3 s</source>
-        <translation>%1
-加载用时 %2 秒，预热用时 %3 秒</translation>
-    </message>
-    <message>
-        <location filename="../ui/main_window.py" line="460"/>
-        <source>1 thread</source>
-        <translation>1 个线程</translation>
-    </message>
-    <message>
-        <location filename="../ui/main_window.py" line="460"/>
-        <source>%1 threads</source>
-        <translation>%1 个线程</translation>
-    </message>
-    <message>
-        <location filename="../ui/main_window.py" line="522"/>
+        <location filename="../ui/main_window.py" line="477"/>
         <source>Switching to %1…</source>
         <translation>正在切换到 %1…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="745"/>
-        <source>Writing…</source>
-        <translation>正在撰写…</translation>
-    </message>
-    <message>
-        <location filename="../ui/main_window.py" line="785"/>
-        <source>Writing… %1 tokens/s</source>
-        <translation>正在撰写… 每秒 %1 个词元</translation>
-    </message>
-    <message>
-        <location filename="../ui/main_window.py" line="946"/>
-        <source>System prompt: %1 · history and message: %2 · kept for the reply: %3</source>
-        <translation>系统提示：%1 · 历史与消息：%2 · 为回答保留：%3</translation>
-    </message>
-    <message>
-        <location filename="../ui/main_window.py" line="1057"/>
+        <location filename="../ui/main_window.py" line="980"/>
         <source>%1 is installed; the app switches to it when this answer is done.</source>
         <translation>%1 已安装；此回答完成后应用会切换到它。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="1077"/>
+        <location filename="../ui/main_window.py" line="1000"/>
         <source>Now using %1, the model just installed.</source>
         <translation>现在使用刚安装的模型 %1。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="1180"/>
+        <location filename="../ui/main_window.py" line="1103"/>
         <source>The local server could not start on port %1: %2</source>
         <translation>本地服务器无法在端口 %1 上启动：%2</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="1194"/>
-        <source>API %1</source>
-        <translation>API %1</translation>
-    </message>
-    <message>
-        <location filename="../ui/main_window.py" line="1196"/>
-        <source>API request running… (%1)</source>
-        <translation>API 请求进行中…（%1）</translation>
-    </message>
-    <message>
-        <location filename="../ui/main_window.py" line="1199"/>
-        <source>Apps on this computer can use the model at %1/v1 (OpenAI-compatible).</source>
-        <translation>本机上的应用可以通过 %1/v1 使用此模型（兼容 OpenAI）。</translation>
-    </message>
-    <message>
-        <location filename="../ui/main_window.py" line="1208"/>
+        <location filename="../ui/main_window.py" line="1118"/>
         <source>Waiting for an API request to finish…</source>
         <translation>正在等待 API 请求完成…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="104"/>
+        <location filename="../ui/main_window.py" line="107"/>
         <source>Chats cannot be saved this time: %1</source>
         <translation>本次无法保存对话：%1</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="320"/>
+        <location filename="../ui/main_window.py" line="290"/>
         <source>Focus the message box</source>
         <translation>转到输入框</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="323"/>
+        <location filename="../ui/main_window.py" line="293"/>
         <source>Copy the last answer</source>
         <translation>复制最后一条回答</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="380"/>
+        <location filename="../ui/main_window.py" line="350"/>
         <source>No model yet</source>
         <translation>尚无模型</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="392"/>
-        <location filename="../ui/main_window.py" line="401"/>
+        <location filename="../ui/main_window.py" line="362"/>
+        <location filename="../ui/main_window.py" line="371"/>
         <source>Loading model…</source>
         <translation>正在加载模型…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="400"/>
+        <location filename="../ui/main_window.py" line="370"/>
         <source>Reading model folder…</source>
         <translation>正在读取模型文件夹…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="402"/>
+        <location filename="../ui/main_window.py" line="372"/>
         <source>Warming up…</source>
         <translation>正在预热…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="420"/>
+        <location filename="../ui/main_window.py" line="390"/>
         <source>Now using %1.</source>
         <translation>现在使用 %1。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="446"/>
+        <location filename="../ui/main_window.py" line="406"/>
         <source>The model could not be loaded: %1</source>
         <translation>无法加载模型：%1</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="447"/>
+        <location filename="../ui/main_window.py" line="407"/>
         <source>No model loaded</source>
         <translation>未加载模型</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="483"/>
+        <location filename="../ui/main_window.py" line="438"/>
         <source>Measuring the best thread count…</source>
         <translation>正在测量最佳线程数…</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="493"/>
+        <location filename="../ui/main_window.py" line="448"/>
         <source>Measuring the best thread count… %1/%2</source>
         <translation>正在测量最佳线程数… %1/%2</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="744"/>
-        <source>waiting for the first token…</source>
-        <translation>等待第一个词元…</translation>
-    </message>
-    <message>
-        <location filename="../ui/main_window.py" line="764"/>
-        <source>first token %1 s</source>
-        <translation>首个词元 %1 秒</translation>
-    </message>
-    <message>
-        <location filename="../ui/main_window.py" line="797"/>
-        <source>first token %1 s · %2 tokens/s · %3 tokens</source>
-        <translation>首个词元 %1 秒 · %2 词元/秒 · %3 个词元</translation>
-    </message>
-    <message>
-        <location filename="../ui/main_window.py" line="814"/>
+        <location filename="../ui/main_window.py" line="760"/>
         <source>The answer failed: %1</source>
         <translation>回答失败：%1</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="837"/>
+        <location filename="../ui/main_window.py" line="783"/>
         <source>This chat was changed outside this window while the answer was written: the answer or its chat no longer exists, so the answer was not kept.</source>
         <translation>回答写入期间，此对话在本窗口之外被更改：回答或其对话已不存在，因此未保留该回答。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="859"/>
+        <location filename="../ui/main_window.py" line="805"/>
         <source>Editing an earlier message. Sending starts a new version of the conversation from here; the old version is kept (use ‹ › on the message to switch). Esc cancels.</source>
         <translation>正在编辑之前的消息。发送后将从这里开始对话的新版本；旧版本会保留（用消息上的 ‹ › 切换）。按 Esc 取消。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="876"/>
+        <location filename="../ui/main_window.py" line="822"/>
         <source>Answer copied</source>
         <translation>已复制回答</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="943"/>
-        <source>%1 / %2 tokens</source>
-        <translation>%1 / %2 词元</translation>
-    </message>
-    <message>
-        <location filename="../ui/main_window.py" line="954"/>
-        <source>Sending this pushes the %1 oldest message(s) out of the context: the model will not see them.</source>
-        <translation>发送后，最早的 %1 条消息将被移出上下文，模型将看不到它们。</translation>
-    </message>
-    <message>
-        <location filename="../ui/main_window.py" line="957"/>
-        <source>A message is too long for the context and will be shortened in the middle.</source>
-        <translation>有一条消息超出上下文长度，将从中间截短。</translation>
-    </message>
-    <message>
-        <location filename="../ui/main_window.py" line="1091"/>
+        <location filename="../ui/main_window.py" line="1014"/>
         <source>Switching to %1 when this answer is done.</source>
         <translation>这个回答结束后切换到 %1。</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="1103"/>
+        <location filename="../ui/main_window.py" line="1026"/>
         <source>Loading %1… — your chat stays</source>
         <translation>正在加载 %1… — 对话会保留</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="1150"/>
+        <location filename="../ui/main_window.py" line="1073"/>
         <source>Applying settings…</source>
         <translation>正在应用设置…</translation>
     </message>
@@ -1508,6 +1406,34 @@ Loaded in %2 s, warmed up in %3 s</source>
         <location filename="../ui/presets.py" line="273"/>
         <source>My preset</source>
         <translation>我的预设</translation>
+    </message>
+</context>
+<context>
+    <name>ProblemBanner</name>
+    <message>
+        <location filename="../ui/banner.py" line="19"/>
+        <source>Problem</source>
+        <translation>问题</translation>
+    </message>
+    <message>
+        <location filename="../ui/banner.py" line="22"/>
+        <source>Choose a model…</source>
+        <translation>选择模型…</translation>
+    </message>
+    <message>
+        <location filename="../ui/banner.py" line="23"/>
+        <source>Choose a model</source>
+        <translation>选择模型</translation>
+    </message>
+    <message>
+        <location filename="../ui/banner.py" line="25"/>
+        <source>Dismiss</source>
+        <translation>关闭</translation>
+    </message>
+    <message>
+        <location filename="../ui/banner.py" line="26"/>
+        <source>Dismiss the message</source>
+        <translation>关闭此提示</translation>
     </message>
 </context>
 <context>
@@ -2078,6 +2004,91 @@ Loaded in %2 s, warmed up in %3 s</source>
         <location filename="../ui/sidebar.py" line="1055"/>
         <source> (%1 were here already)</source>
         <translation>（%1 个已存在）</translation>
+    </message>
+</context>
+<context>
+    <name>WindowStatusBar</name>
+    <message>
+        <location filename="../ui/status_bar.py" line="24"/>
+        <source>Starting…</source>
+        <translation>正在启动…</translation>
+    </message>
+    <message>
+        <location filename="../ui/status_bar.py" line="25"/>
+        <source>Status</source>
+        <translation>状态</translation>
+    </message>
+    <message>
+        <location filename="../ui/status_bar.py" line="31"/>
+        <source>Answer speed</source>
+        <translation>回答速度</translation>
+    </message>
+    <message>
+        <location filename="../ui/status_bar.py" line="34"/>
+        <source>Local server</source>
+        <translation>本地服务器</translation>
+    </message>
+    <message>
+        <location filename="../ui/status_bar.py" line="43"/>
+        <source>Ready · %1 · %2</source>
+        <translation>就绪 · %1 · %2</translation>
+    </message>
+    <message>
+        <location filename="../ui/status_bar.py" line="48"/>
+        <source>%1
+Loaded in %2 s, warmed up in %3 s</source>
+        <translation>%1
+加载用时 %2 秒，预热用时 %3 秒</translation>
+    </message>
+    <message>
+        <location filename="../ui/status_bar.py" line="57"/>
+        <source>1 thread</source>
+        <translation>1 个线程</translation>
+    </message>
+    <message>
+        <location filename="../ui/status_bar.py" line="57"/>
+        <source>%1 threads</source>
+        <translation>%1 个线程</translation>
+    </message>
+    <message>
+        <location filename="../ui/status_bar.py" line="61"/>
+        <source>waiting for the first token…</source>
+        <translation>等待第一个词元…</translation>
+    </message>
+    <message>
+        <location filename="../ui/status_bar.py" line="62"/>
+        <source>Writing…</source>
+        <translation>正在撰写…</translation>
+    </message>
+    <message>
+        <location filename="../ui/status_bar.py" line="66"/>
+        <source>first token %1 s</source>
+        <translation>首个词元 %1 秒</translation>
+    </message>
+    <message>
+        <location filename="../ui/status_bar.py" line="70"/>
+        <source>Writing… %1 tokens/s</source>
+        <translation>正在撰写… 每秒 %1 个词元</translation>
+    </message>
+    <message>
+        <location filename="../ui/status_bar.py" line="75"/>
+        <source>first token %1 s · %2 tokens/s · %3 tokens</source>
+        <translation>首个词元 %1 秒 · %2 词元/秒 · %3 个词元</translation>
+    </message>
+    <message>
+        <location filename="../ui/status_bar.py" line="86"/>
+        <source>API %1</source>
+        <translation>API %1</translation>
+    </message>
+    <message>
+        <location filename="../ui/status_bar.py" line="88"/>
+        <source>API request running… (%1)</source>
+        <translation>API 请求进行中…（%1）</translation>
+    </message>
+    <message>
+        <location filename="../ui/status_bar.py" line="91"/>
+        <source>Apps on this computer can use the model at %1/v1 (OpenAI-compatible).</source>
+        <translation>本机上的应用可以通过 %1/v1 使用此模型（兼容 OpenAI）。</translation>
     </message>
 </context>
 <context>

@@ -51,13 +51,16 @@ from qwen_desktop.storage.errors import DamagedChatError, NotFoundError, Storage
 from qwen_desktop.storage.settings import Settings, load_settings, save_settings
 from qwen_desktop.storage.thread_sweeps import FILE_NAME as THREAD_SWEEPS_FILE
 from qwen_desktop.storage.thread_sweeps import ThreadSweeps
+from qwen_desktop.ui.banner import ProblemBanner
 from qwen_desktop.ui.chat_view import Branch, ChatView
 from qwen_desktop.ui.composer import ComposerBox
+from qwen_desktop.ui.context_meter import ContextWarning
 from qwen_desktop.ui.first_run import FirstRunPage, model_paths
 from qwen_desktop.ui.header import ChatHeader
 from qwen_desktop.ui.markdown_render import render_markdown, reveal_bidi
 from qwen_desktop.ui.presets import PresetsDialog, all_presets, chat_preset, known_preset, preset_prompt
 from qwen_desktop.ui.sidebar import Sidebar
+from qwen_desktop.ui.status_bar import WindowStatusBar
 from qwen_desktop.ui.theme import apply_theme
 from qwen_desktop.ui.throttle import Throttle
 from qwen_desktop.units import human_bytes
@@ -190,23 +193,10 @@ class MainWindow(QMainWindow):
         self.header.preset_chosen.connect(self.choose_preset)
         self.header.edit_presets_requested.connect(self.edit_presets)
         right_layout.addWidget(self.header)
-        self.banner = QFrame()
-        self.banner.setObjectName("errorBanner")
-        banner_layout = QHBoxLayout(self.banner)
-        self.banner_label = QLabel()
-        self.banner_label.setWordWrap(True)
-        self.banner_label.setAccessibleName(self.tr("Problem"))
-        self.banner_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        banner_layout.addWidget(self.banner_label, 1)
-        self.banner_settings = QPushButton(self.tr("Choose a model…"))
-        self.banner_settings.setAccessibleName(self.tr("Choose a model"))
+        self.banner = ProblemBanner()
+        self.banner_label = self.banner.label
+        self.banner_settings = self.banner.choose_button
         self.banner_settings.clicked.connect(self.open_settings)
-        banner_layout.addWidget(self.banner_settings)
-        self.banner_close = QPushButton(self.tr("Dismiss"))
-        self.banner_close.setAccessibleName(self.tr("Dismiss the message"))
-        self.banner_close.clicked.connect(self.banner.hide)
-        banner_layout.addWidget(self.banner_close)
-        self.banner.hide()
         right_layout.addWidget(self.banner)
 
         self.pages = QStackedWidget()
@@ -224,11 +214,7 @@ class MainWindow(QMainWindow):
         self.edit_label.setAccessibleName(self.tr("Editing notice"))
         self.edit_label.hide()
         right_layout.addWidget(self.edit_label)
-        self.context_warning = QLabel()
-        self.context_warning.setWordWrap(True)
-        self.context_warning.setAccessibleName(self.tr("Context warning"))
-        self.context_warning.setStyleSheet("color: #bc4c00;")
-        self.context_warning.hide()
+        self.context_warning = ContextWarning()
         right_layout.addWidget(self.context_warning)
 
         self.composer_box = ComposerBox()
@@ -244,28 +230,12 @@ class MainWindow(QMainWindow):
         splitter.setCollapsible(0, False)
         splitter.setSizes([260, 840])
 
-        bar = self.statusBar()
-        self.status_label = QLabel(self.tr("Starting…"))
-        self.status_label.setAccessibleName(self.tr("Status"))
-        self.status_label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
-        self.status_label.setMinimumWidth(120)
-        self.status_label.setIndent(8)  # off the window's edge, on the 8 px grid
-        bar.addWidget(self.status_label, 1)
-        self.speed_label = QLabel()
-        self.speed_label.setAccessibleName(self.tr("Answer speed"))
-        bar.addPermanentWidget(self.speed_label)
-        self.server_label = QLabel()
-        self.server_label.setAccessibleName(self.tr("Local server"))
-        self.server_label.hide()
-        bar.addPermanentWidget(self.server_label)
-        self.meter = QProgressBar()
-        self.meter.setAccessibleName(self.tr("Context used"))
-        self.meter.setFixedWidth(220)
-        self.meter.setTextVisible(True)
-        self.meter.setFormat(self.tr("context: –"))
-        self.meter.setRange(0, 1)
-        self.meter.setValue(0)
-        bar.addPermanentWidget(self.meter)
+        self.status_bar = bar = WindowStatusBar()
+        self.setStatusBar(bar)
+        self.status_label = bar.status_label
+        self.speed_label = bar.speed_label
+        self.server_label = bar.server_label
+        self.meter = bar.meter
 
     def _on_page(self, _index: int) -> None:
         """The welcome page has no model to pick and nothing to send to: the header and the message box
@@ -386,7 +356,7 @@ class MainWindow(QMainWindow):
         """Load ``folder`` (on the worker thread)."""
         self.model_info = None
         self.load_error = None
-        if self.banner_settings.isVisibleTo(self.banner):  # a model problem: this load may fix it
+        if self.banner.about_the_model():  # a model problem: this load may fix it
             self.banner.hide()
         self.pages.setCurrentWidget(self.chat_view)
         self.status_label.setText(self.tr("Loading model…"))
@@ -426,17 +396,7 @@ class MainWindow(QMainWindow):
         emit(self.model_ready, info)
 
     def _show_ready(self, info: ModelInfo) -> None:
-        self.status_label.setText(
-            self.tr("Ready · %1 · %2")
-            .replace("%1", reveal_bidi(info.display_name or info.name))
-            .replace("%2", self._threads(info.threads))
-        )
-        self.status_label.setToolTip(
-            self.tr("%1\nLoaded in %2 s, warmed up in %3 s")
-            .replace("%1", str(info.folder))
-            .replace("%2", f"{info.load_seconds:.1f}")
-            .replace("%3", f"{info.warmup_seconds:.1f}")
-        )
+        self.status_bar.show_ready(info)
 
     def _on_load_failed(self, message: str) -> None:
         if self._closing:
@@ -453,11 +413,6 @@ class MainWindow(QMainWindow):
 
     def _on_reconfigured(self, info: ModelInfo) -> None:
         self._on_loaded(info)
-
-    def _threads(self, count: int) -> str:
-        """ "1 thread", "2 threads" (0 means all cores)."""
-        count = count or os.cpu_count() or 1
-        return self.tr("1 thread") if count == 1 else self.tr("%1 threads").replace("%1", str(count))
 
     SWEEP_IDLE_MS = 20_000  # how long the window is left alone before "Auto" measures the thread counts
 
@@ -519,7 +474,7 @@ class MainWindow(QMainWindow):
             self._show_ready(info)
             self._update_controls()
             return
-        self.status_label.setText(self.tr("Switching to %1…").replace("%1", self._threads(best)))
+        self.status_label.setText(self.tr("Switching to %1…").replace("%1", self.status_bar.threads_text(best)))
         self.bridge.reconfigure(best, self.settings.context_limit)
 
     def _on_job_failed(self, kind: str, message: str) -> None:
@@ -741,8 +696,7 @@ class MainWindow(QMainWindow):
         self._tokens = 0
         if self._sweeping:  # measuring threads gives way to the user: it runs again at the next idle time
             self.bridge.cancel()
-        self.speed_label.setText(self.tr("waiting for the first token…"))
-        self.status_label.setText(self.tr("Writing…"))
+        self.status_bar.show_waiting()
         self._status_at = 0.0
         self.job_id = self.bridge.answer(messages, self.sampling(), answer.id)
         self.reload_messages()
@@ -761,7 +715,7 @@ class MainWindow(QMainWindow):
         if job_id == self.job_id:
             self._first_token_at = time.perf_counter()
             self._ttft = seconds
-            self.speed_label.setText(self.tr("first token %1 s").replace("%1", f"{seconds:.2f}"))
+            self.status_bar.show_first_token(seconds)
 
     STATUS_INTERVAL = 0.5  # seconds between two updates of "Writing… N tokens/s" (and before the first)
 
@@ -781,9 +735,7 @@ class MainWindow(QMainWindow):
         interval = self.STATUS_INTERVAL
         if tokens > 1 and elapsed >= interval and now - self._status_at >= interval and not waiting:
             self._status_at = now
-            self.status_label.setText(
-                self.tr("Writing… %1 tokens/s").replace("%1", f"{(tokens - 1) / elapsed:.0f}")
-            )
+            self.status_bar.show_writing_speed((tokens - 1) / elapsed)
 
     def _on_finished(self, result: AnswerResult) -> None:
         if result.job_id != self.job_id:
@@ -792,13 +744,7 @@ class MainWindow(QMainWindow):
         self.streaming_id = None
         self.job_id = None
         if result.stats is not None:
-            s = result.stats
-            self.speed_label.setText(
-                self.tr("first token %1 s · %2 tokens/s · %3 tokens")
-                .replace("%1", f"{s.ttft:.2f}")
-                .replace("%2", f"{s.decode_tps:.1f}")
-                .replace("%3", str(s.generated_tokens))
-            )
+            self.status_bar.show_answer_figures(result.stats)
         if self._closing:
             return
         if self.model_info is not None:
@@ -884,9 +830,7 @@ class MainWindow(QMainWindow):
             return
         engine = self.bridge.engine
         if engine is None or self.model_info is None:
-            self.meter.setRange(0, 1)
-            self.meter.setValue(0)
-            self.meter.setFormat(self.tr("context: –"))
+            self.meter.clear()
             self.context_warning.hide()
             return
         try:
@@ -936,29 +880,8 @@ class MainWindow(QMainWindow):
         plan, _error = result if isinstance(result, tuple) else (None, None)
         if plan is None:  # counting must never break typing: the meter keeps its last figure
             return
-        full = plan.used + plan.reserved
-        self.meter.setRange(0, plan.limit)
-        self.meter.setValue(min(full, plan.limit))
-        self.meter.setFormat(
-            self.tr("%1 / %2 tokens").replace("%1", str(full)).replace("%2", str(plan.limit))
-        )
-        self.meter.setToolTip(
-            self.tr("System prompt: %1 · history and message: %2 · kept for the reply: %3")
-            .replace("%1", str(plan.system_tokens))
-            .replace("%2", str(plan.history_tokens))
-            .replace("%3", str(plan.reserved))
-        )
-        if plan.dropped or plan.trimmed:
-            if plan.dropped:
-                text = self.tr(
-                    "Sending this pushes the %1 oldest message(s) out of the context: the model will not see them."
-                ).replace("%1", str(plan.dropped))
-            else:
-                text = self.tr("A message is too long for the context and will be shortened in the middle.")
-            self.context_warning.setText(text)
-            self.context_warning.show()
-        else:
-            self.context_warning.hide()
+        self.meter.show_plan(plan)
+        self.context_warning.show_plan(plan)
         self.last_plan = plan
 
     # ----------------------------------------------------------------- settings
@@ -1187,20 +1110,7 @@ class MainWindow(QMainWindow):
         self._show_server(False)
 
     def _show_server(self, busy: bool) -> None:
-        server = self.server
-        if server is None:
-            self.server_label.hide()
-            return
-        text = self.tr("API %1").replace("%1", server.url)
-        if busy:
-            text = self.tr("API request running… (%1)").replace("%1", server.url)
-        self.server_label.setText(text)
-        self.server_label.setToolTip(
-            self.tr("Apps on this computer can use the model at %1/v1 (OpenAI-compatible).").replace(
-                "%1", server.url
-            )
-        )
-        self.server_label.show()
+        self.status_bar.show_server(self.server, busy)
 
     def _on_api_activity(self, running: bool) -> None:
         self._show_server(running)
@@ -1223,9 +1133,7 @@ class MainWindow(QMainWindow):
 
     def show_banner(self, text: str, model: bool = False) -> None:
         """Show a problem above the chat; the app stays usable."""
-        self.banner_label.setText(text)
-        self.banner_settings.setVisible(model)
-        self.banner.show()
+        self.banner.show_problem(text, model)
 
     def _update_controls(self) -> None:
         busy = self.bridge.busy

@@ -2,6 +2,34 @@
 <!DOCTYPE TS>
 <TS version="2.1" language="zh_CN">
 <context>
+    <name>Answering</name>
+    <message>
+        <location filename="../ui/answering.py" line="62"/>
+        <source>New chat</source>
+        <translation>新对话</translation>
+    </message>
+    <message>
+        <location filename="../ui/answering.py" line="152"/>
+        <source>The answer failed: %1</source>
+        <translation>回答失败：%1</translation>
+    </message>
+    <message>
+        <location filename="../ui/answering.py" line="175"/>
+        <source>This chat was changed outside this window while the answer was written: the answer or its chat no longer exists, so the answer was not kept.</source>
+        <translation>回答写入期间，此对话在本窗口之外被更改：回答或其对话已不存在，因此未保留该回答。</translation>
+    </message>
+    <message>
+        <location filename="../ui/answering.py" line="195"/>
+        <source>Editing an earlier message. Sending starts a new version of the conversation from here; the old version is kept (use ‹ › on the message to switch). Esc cancels.</source>
+        <translation>正在编辑之前的消息。发送后将从这里开始对话的新版本；旧版本会保留（用消息上的 ‹ › 切换）。按 Esc 取消。</translation>
+    </message>
+    <message>
+        <location filename="../ui/answering.py" line="212"/>
+        <source>Answer copied</source>
+        <translation>已复制回答</translation>
+    </message>
+</context>
+<context>
     <name>AttachmentChip</name>
     <message>
         <location filename="../ui/composer.py" line="153"/>
@@ -17,6 +45,24 @@
         <location filename="../ui/composer.py" line="160"/>
         <source>Remove this file from the message</source>
         <translation>从消息中移除这个文件</translation>
+    </message>
+</context>
+<context>
+    <name>AutoThreads</name>
+    <message>
+        <location filename="../ui/thread_sweep.py" line="59"/>
+        <source>Measuring the best thread count…</source>
+        <translation>正在测量最佳线程数…</translation>
+    </message>
+    <message>
+        <location filename="../ui/thread_sweep.py" line="69"/>
+        <source>Measuring the best thread count… %1/%2</source>
+        <translation>正在测量最佳线程数… %1/%2</translation>
+    </message>
+    <message>
+        <location filename="../ui/thread_sweep.py" line="99"/>
+        <source>Switching to %1…</source>
+        <translation>正在切换到 %1…</translation>
     </message>
 </context>
 <context>
@@ -233,9 +279,17 @@
         <translation>发送后，最早的 %1 条消息将被移出上下文，模型将看不到它们。</translation>
     </message>
     <message>
-        <location filename="../ui/context_meter.py" line="66"/>
+        <location filename="../ui/context_meter.py" line="67"/>
         <source>A message is too long for the context and will be shortened in the middle.</source>
         <translation>有一条消息超出上下文长度，将从中间截短。</translation>
+    </message>
+</context>
+<context>
+    <name>Conversations</name>
+    <message>
+        <location filename="../ui/conversations.py" line="64"/>
+        <source>New chat</source>
+        <translation>新对话</translation>
     </message>
 </context>
 <context>
@@ -732,152 +786,62 @@
     </message>
 </context>
 <context>
-    <name>MainWindow</name>
+    <name>LocalServerSwitch</name>
     <message>
-        <location filename="../ui/main_window.py" line="139"/>
-        <source>Qwen Desktop</source>
-        <translation>Qwen 桌面版</translation>
-    </message>
-    <message>
-        <location filename="../ui/main_window.py" line="289"/>
-        <location filename="../ui/main_window.py" line="531"/>
-        <location filename="../ui/main_window.py" line="670"/>
-        <source>New chat</source>
-        <translation>新对话</translation>
-    </message>
-    <message>
-        <location filename="../ui/main_window.py" line="292"/>
-        <source>Settings</source>
-        <translation>设置</translation>
-    </message>
-    <message>
-        <location filename="../ui/main_window.py" line="214"/>
-        <source>Editing notice</source>
-        <translation>编辑提示</translation>
-    </message>
-    <message>
-        <location filename="../ui/main_window.py" line="291"/>
-        <source>Stop</source>
-        <translation>停止</translation>
-    </message>
-    <message>
-        <location filename="../ui/main_window.py" line="477"/>
-        <source>Switching to %1…</source>
-        <translation>正在切换到 %1…</translation>
-    </message>
-    <message>
-        <location filename="../ui/main_window.py" line="980"/>
-        <source>%1 is installed; the app switches to it when this answer is done.</source>
-        <translation>%1 已安装；此回答完成后应用会切换到它。</translation>
-    </message>
-    <message>
-        <location filename="../ui/main_window.py" line="1000"/>
-        <source>Now using %1, the model just installed.</source>
-        <translation>现在使用刚安装的模型 %1。</translation>
-    </message>
-    <message>
-        <location filename="../ui/main_window.py" line="1103"/>
+        <location filename="../ui/local_server.py" line="31"/>
         <source>The local server could not start on port %1: %2</source>
         <translation>本地服务器无法在端口 %1 上启动：%2</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="1118"/>
+        <location filename="../ui/local_server.py" line="46"/>
         <source>Waiting for an API request to finish…</source>
         <translation>正在等待 API 请求完成…</translation>
     </message>
+</context>
+<context>
+    <name>MainWindow</name>
     <message>
-        <location filename="../ui/main_window.py" line="107"/>
+        <location filename="../ui/main_window.py" line="123"/>
+        <source>Qwen Desktop</source>
+        <translation>Qwen 桌面版</translation>
+    </message>
+    <message>
+        <location filename="../ui/main_window.py" line="248"/>
+        <source>New chat</source>
+        <translation>新对话</translation>
+    </message>
+    <message>
+        <location filename="../ui/main_window.py" line="251"/>
+        <source>Settings</source>
+        <translation>设置</translation>
+    </message>
+    <message>
+        <location filename="../ui/main_window.py" line="198"/>
+        <source>Editing notice</source>
+        <translation>编辑提示</translation>
+    </message>
+    <message>
+        <location filename="../ui/main_window.py" line="250"/>
+        <source>Stop</source>
+        <translation>停止</translation>
+    </message>
+    <message>
+        <location filename="../ui/main_window.py" line="91"/>
         <source>Chats cannot be saved this time: %1</source>
         <translation>本次无法保存对话：%1</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="290"/>
+        <location filename="../ui/main_window.py" line="249"/>
         <source>Focus the message box</source>
         <translation>转到输入框</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="293"/>
+        <location filename="../ui/main_window.py" line="252"/>
         <source>Copy the last answer</source>
         <translation>复制最后一条回答</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="350"/>
-        <source>No model yet</source>
-        <translation>尚无模型</translation>
-    </message>
-    <message>
-        <location filename="../ui/main_window.py" line="362"/>
-        <location filename="../ui/main_window.py" line="371"/>
-        <source>Loading model…</source>
-        <translation>正在加载模型…</translation>
-    </message>
-    <message>
-        <location filename="../ui/main_window.py" line="370"/>
-        <source>Reading model folder…</source>
-        <translation>正在读取模型文件夹…</translation>
-    </message>
-    <message>
-        <location filename="../ui/main_window.py" line="372"/>
-        <source>Warming up…</source>
-        <translation>正在预热…</translation>
-    </message>
-    <message>
-        <location filename="../ui/main_window.py" line="390"/>
-        <source>Now using %1.</source>
-        <translation>现在使用 %1。</translation>
-    </message>
-    <message>
-        <location filename="../ui/main_window.py" line="406"/>
-        <source>The model could not be loaded: %1</source>
-        <translation>无法加载模型：%1</translation>
-    </message>
-    <message>
-        <location filename="../ui/main_window.py" line="407"/>
-        <source>No model loaded</source>
-        <translation>未加载模型</translation>
-    </message>
-    <message>
-        <location filename="../ui/main_window.py" line="438"/>
-        <source>Measuring the best thread count…</source>
-        <translation>正在测量最佳线程数…</translation>
-    </message>
-    <message>
-        <location filename="../ui/main_window.py" line="448"/>
-        <source>Measuring the best thread count… %1/%2</source>
-        <translation>正在测量最佳线程数… %1/%2</translation>
-    </message>
-    <message>
-        <location filename="../ui/main_window.py" line="760"/>
-        <source>The answer failed: %1</source>
-        <translation>回答失败：%1</translation>
-    </message>
-    <message>
-        <location filename="../ui/main_window.py" line="783"/>
-        <source>This chat was changed outside this window while the answer was written: the answer or its chat no longer exists, so the answer was not kept.</source>
-        <translation>回答写入期间，此对话在本窗口之外被更改：回答或其对话已不存在，因此未保留该回答。</translation>
-    </message>
-    <message>
-        <location filename="../ui/main_window.py" line="805"/>
-        <source>Editing an earlier message. Sending starts a new version of the conversation from here; the old version is kept (use ‹ › on the message to switch). Esc cancels.</source>
-        <translation>正在编辑之前的消息。发送后将从这里开始对话的新版本；旧版本会保留（用消息上的 ‹ › 切换）。按 Esc 取消。</translation>
-    </message>
-    <message>
-        <location filename="../ui/main_window.py" line="822"/>
-        <source>Answer copied</source>
-        <translation>已复制回答</translation>
-    </message>
-    <message>
-        <location filename="../ui/main_window.py" line="1014"/>
-        <source>Switching to %1 when this answer is done.</source>
-        <translation>这个回答结束后切换到 %1。</translation>
-    </message>
-    <message>
-        <location filename="../ui/main_window.py" line="1026"/>
-        <source>Loading %1… — your chat stays</source>
-        <translation>正在加载 %1… — 对话会保留</translation>
-    </message>
-    <message>
-        <location filename="../ui/main_window.py" line="1073"/>
+        <location filename="../ui/main_window.py" line="330"/>
         <source>Applying settings…</source>
         <translation>正在应用设置…</translation>
     </message>
@@ -1023,6 +987,68 @@
         <location filename="../ui/chat_view.py" line="316"/>
         <source>Shown as plain text: {reason}.</source>
         <translation>以纯文本显示：{reason}。</translation>
+    </message>
+</context>
+<context>
+    <name>ModelInstalling</name>
+    <message>
+        <location filename="../ui/model_install.py" line="115"/>
+        <source>%1 is installed; the app switches to it when this answer is done.</source>
+        <translation>%1 已安装；此回答完成后应用会切换到它。</translation>
+    </message>
+    <message>
+        <location filename="../ui/model_install.py" line="135"/>
+        <source>Now using %1, the model just installed.</source>
+        <translation>现在使用刚安装的模型 %1。</translation>
+    </message>
+</context>
+<context>
+    <name>ModelLoading</name>
+    <message>
+        <location filename="../ui/model_loading.py" line="39"/>
+        <source>No model yet</source>
+        <translation>尚无模型</translation>
+    </message>
+    <message>
+        <location filename="../ui/model_loading.py" line="51"/>
+        <location filename="../ui/model_loading.py" line="60"/>
+        <source>Loading model…</source>
+        <translation>正在加载模型…</translation>
+    </message>
+    <message>
+        <location filename="../ui/model_loading.py" line="59"/>
+        <source>Reading model folder…</source>
+        <translation>正在读取模型文件夹…</translation>
+    </message>
+    <message>
+        <location filename="../ui/model_loading.py" line="61"/>
+        <source>Warming up…</source>
+        <translation>正在预热…</translation>
+    </message>
+    <message>
+        <location filename="../ui/model_loading.py" line="79"/>
+        <source>Now using %1.</source>
+        <translation>现在使用 %1。</translation>
+    </message>
+    <message>
+        <location filename="../ui/model_loading.py" line="95"/>
+        <source>The model could not be loaded: %1</source>
+        <translation>无法加载模型：%1</translation>
+    </message>
+    <message>
+        <location filename="../ui/model_loading.py" line="96"/>
+        <source>No model loaded</source>
+        <translation>未加载模型</translation>
+    </message>
+    <message>
+        <location filename="../ui/model_loading.py" line="117"/>
+        <source>Switching to %1 when this answer is done.</source>
+        <translation>这个回答结束后切换到 %1。</translation>
+    </message>
+    <message>
+        <location filename="../ui/model_loading.py" line="129"/>
+        <source>Loading %1… — your chat stays</source>
+        <translation>正在加载 %1… — 对话会保留</translation>
     </message>
 </context>
 <context>

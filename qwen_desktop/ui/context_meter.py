@@ -63,5 +63,7 @@ class ContextWarning(QLabel):
                 ).replace("%1", str(plan.dropped))
             )
         elif plan.trimmed:
-            self.setText(self.tr("A message is too long for the context and will be shortened in the middle."))
+            self.setText(
+                self.tr("A message is too long for the context and will be shortened in the middle.")
+            )
         self.setVisible(bool(plan.dropped or plan.trimmed))

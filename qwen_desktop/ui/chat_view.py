@@ -8,9 +8,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from PySide6.QtCore import QEvent, QPoint, Qt, QTimer, QUrl, Signal
-from PySide6.QtGui import QDesktopServices, QFontInfo, QGuiApplication, QResizeEvent, QTextDocument
+from PySide6.QtCore import QEvent, QMargins, QPoint, Qt, QTimer, QUrl, Signal
+from PySide6.QtGui import (
+    QDesktopServices,
+    QEnterEvent,
+    QFontInfo,
+    QGuiApplication,
+    QResizeEvent,
+    QTextDocument,
+)
 from PySide6.QtWidgets import (
+    QApplication,
     QFrame,
     QHBoxLayout,
     QLabel,
@@ -128,6 +136,12 @@ class MessageBody(QTextBrowser):
         self._fit_height()
 
 
+def inner_margins(frame: QFrame) -> QMargins:
+    """The margins of ``frame``'s layout (none without one)."""
+    layout = frame.layout()
+    return layout.contentsMargins() if layout is not None else QMargins()
+
+
 def _number(value: object) -> float:
     """A saved figure as a number (0 when missing or not a number: stats come from the database)."""
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
@@ -172,30 +186,27 @@ class MessageView(QFrame):
         self.colors = colors
         self.code_blocks: list[str] = []
         self.streaming = message.status == "streaming"
-        self.setObjectName("userMessage" if message.role == "user" else "assistantMessage")
-        self.setFrameShape(QFrame.Shape.StyledPanel)
+        mine = message.role == "user"
         outer = QVBoxLayout(self)
-        outer.setContentsMargins(10, 6, 10, 6)
-        outer.setSpacing(2)
+        # your message is a bubble with its actions under it, outside; an answer sits on the page, its
+        # actions on its first line
+        self.bubble: QFrame = QFrame(self) if mine else self
+        self.bubble.setObjectName("userMessage" if mine else "assistantMessage")
+        self.bubble.setFrameShape(QFrame.Shape.StyledPanel)
+        inner = QVBoxLayout(self.bubble) if mine else outer
+        inner.setContentsMargins(10, 6, 10, 6)
+        inner.setSpacing(2)
+        if mine:
+            self.setObjectName("userTurn")
+            outer.setContentsMargins(0, 0, 0, 0)
+            outer.setSpacing(2)
+            outer.addWidget(self.bubble)
         header = QHBoxLayout()
         who = self.tr("You") if message.role == "user" else self.tr("Assistant")
         self.who = QLabel(f"<b>{who}</b>")
         self.who.setAccessibleName(self.tr("Author"))
         self.who.setIndent(4)  # in line with the text (the text view's document margin)
         header.addWidget(self.who)
-        self.branch_label: QLabel | None = None
-        if branch is not None and branch.count > 1:
-            prev_button = self._tool("‹", self.tr("Previous version"))
-            prev_button.setEnabled(branch.previous_id is not None)
-            prev_button.clicked.connect(lambda: emit(self.branch_requested, branch.previous_id))
-            self.branch_label = QLabel(f"{branch.index}/{branch.count}")
-            self.branch_label.setAccessibleName(self.tr("Version"))
-            next_button = self._tool("›", self.tr("Next version"))
-            next_button.setEnabled(branch.next_id is not None)
-            next_button.clicked.connect(lambda: emit(self.branch_requested, branch.next_id))
-            header.addWidget(prev_button)
-            header.addWidget(self.branch_label)
-            header.addWidget(next_button)
         self.edited_label: QLabel | None = None
         if message.role == "user" and branch is not None and branch.index > 1:
             # a later version of your message is one you edited (the first is the one first sent)
@@ -203,31 +214,65 @@ class MessageView(QFrame):
             self.edited_label.setObjectName("editedMark")
             self.edited_label.setAccessibleName(self.tr("Edited"))
             self.edited_label.setToolTip(self.tr("You edited this message; ‹ shows the earlier version"))
-            header.addWidget(self.edited_label)
         header.addStretch(1)
         self.status_label = QLabel()
         self.status_label.setAccessibleName(self.tr("Message status"))
         header.addWidget(self.status_label)
+        # The actions are quiet: shown while the pointer is over the message or the focus is in it (Tab), their
+        # room kept meanwhile so nothing moves when they appear.
+        self.action_bar = QWidget(self)
+        self.action_bar.setObjectName("messageActions")
+        row = QHBoxLayout(self.action_bar)
+        row.setContentsMargins(0, 0, 0, 0)
+        row.setSpacing(2)
+        self.branch_label: QLabel | None = None
+        if branch is not None and branch.count > 1:
+            prev_button = self._tool("‹", self.tr("Previous version"))
+            prev_button.setEnabled(branch.previous_id is not None)
+            prev_button.clicked.connect(lambda: emit(self.branch_requested, branch.previous_id))
+            self.branch_label = QLabel(f"{branch.index} / {branch.count}")
+            self.branch_label.setObjectName("versionLabel")
+            self.branch_label.setAccessibleName(self.tr("Version"))
+            next_button = self._tool("›", self.tr("Next version"))
+            next_button.setEnabled(branch.next_id is not None)
+            next_button.clicked.connect(lambda: emit(self.branch_requested, branch.next_id))
+            row.addWidget(prev_button)
+            row.addWidget(self.branch_label)
+            row.addWidget(next_button)
         self.copy_button = self._tool(self.tr("Copy"), self.tr("Copy message"))
         self.copy_button.clicked.connect(self.copy_message)
-        header.addWidget(self.copy_button)
+        row.addWidget(self.copy_button)
         self.edit_button: QToolButton | None = None
         self.regenerate_button: QToolButton | None = None
         if message.role == "user":
             self.edit_button = self._tool(self.tr("Edit"), self.tr("Edit and resend"))
             self.edit_button.clicked.connect(lambda: emit(self.edit_requested, self.message.id))
-            header.addWidget(self.edit_button)
+            row.addWidget(self.edit_button)
         elif can_regenerate:
             failed = message.status == "failed"
             label = self.tr("Retry") if failed else self.tr("Regenerate")
             self.regenerate_button = self._tool(label, label)
             self.regenerate_button.clicked.connect(lambda: emit(self.regenerate_requested, self.message.id))
-            header.addWidget(self.regenerate_button)
-        outer.addLayout(header)
-        self.body = MessageBody(self)
+            row.addWidget(self.regenerate_button)
+        policy = self.action_bar.sizePolicy()
+        policy.setRetainSizeWhenHidden(True)
+        self.action_bar.setSizePolicy(policy)
+        self.action_bar.hide()
+        self._hovered = False
+        inner.addLayout(header)
+        self.under = QHBoxLayout()  # your message's line under the bubble: "edited" and the actions
+        self.under.setContentsMargins(0, 0, 0, 0)
+        if mine:
+            self.under.addStretch(1)
+            if self.edited_label is not None:
+                self.under.addWidget(self.edited_label)
+            self.under.addWidget(self.action_bar)
+        else:
+            header.addWidget(self.action_bar)
+        self.body = MessageBody(self.bubble)
         self.body.setAccessibleName(self.tr("Message text"))
         self.body.copy_code.connect(self._copy_code)
-        outer.addWidget(self.body)
+        inner.addWidget(self.body)
         self.footer: QLabel | None = None
         if message.role == "assistant" and message.stats and "ttft" in message.stats:
             self.footer = QLabel(self._figures(message.stats))
@@ -235,7 +280,9 @@ class MessageView(QFrame):
             self.footer.setIndent(4)
             self.footer.setAccessibleName(self.tr("Answer figures"))
             self.footer.setToolTip(self._figure_details(message.stats))
-            outer.addWidget(self.footer)
+            inner.addWidget(self.footer)
+        if mine:
+            outer.addLayout(self.under)
         if message.role == "user":
             self.who.hide()  # the bubble on the right says who wrote it; the label stays for screen readers
             self.setAccessibleName(who)
@@ -274,19 +321,37 @@ class MessageView(QFrame):
         """Your message as a bubble: as wide as its text, at most ``max_width``."""
         doc = self.body.document().clone(self)
         doc.setTextWidth(-1)
-        margins = self.layout().contentsMargins()
+        margins = inner_margins(self.bubble)
         text = int(doc.idealWidth()) + margins.left() + margins.right() + 12
         doc.deleteLater()
-        buttons = self.layout().itemAt(0).layout().minimumSize().width() + margins.left() + margins.right()
+        buttons = self.under.minimumSize().width()  # "edited" and the actions, under the bubble
         self.setFixedWidth(max(min(max_width, max(text, buttons)), min(max_width, 120)))
 
     def _tool(self, text: str, name: str) -> QToolButton:
-        button = QToolButton(self)
+        button = QToolButton(self.action_bar)
         button.setText(text)
         button.setAccessibleName(name)
         button.setToolTip(name)
         button.setAutoRaise(True)
         return button
+
+    def enterEvent(self, event: QEnterEvent) -> None:  # noqa: N802 - Qt's name
+        """The pointer came over the message: show its actions."""
+        self._hovered = True
+        self.show_actions_if_wanted()
+        super().enterEvent(event)
+
+    def leaveEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt's name
+        """The pointer left the message (not for one of its buttons): hide its actions, unless it has focus."""
+        self._hovered = False
+        self.show_actions_if_wanted()
+        super().leaveEvent(event)
+
+    def show_actions_if_wanted(self) -> None:
+        """The actions show while the pointer is over the message or the keyboard focus is in it."""
+        focus = QApplication.focusWidget()
+        focused = focus is not None and (focus is self or self.isAncestorOf(focus))
+        self.action_bar.setVisible(self._hovered or focused)
 
     def set_status(self, status: str, error: str | None = None) -> None:
         """Show how the message ended (nothing for a complete one)."""
@@ -300,6 +365,7 @@ class MessageView(QFrame):
         if status == "failed" and error:
             self.status_label.setToolTip(error)
         self.status_label.setText(f"<i>{text}</i>" if text else "")
+        self.status_label.setVisible(bool(text))  # an empty line would widen your bubble's top
         self.streaming = status == "streaming"
 
     def refresh(self) -> None:
@@ -384,6 +450,18 @@ class ChatView(QScrollArea):
         self.verticalScrollBar().rangeChanged.connect(self._on_range)
         self.verticalScrollBar().actionTriggered.connect(self._on_user_scroll)
         self.verticalScrollBar().valueChanged.connect(self._on_scroll)
+        app = QApplication.instance()
+        if isinstance(app, QApplication):
+            app.focusChanged.connect(self._on_focus_changed)
+
+    def _on_focus_changed(self, old: QWidget | None, new: QWidget | None) -> None:
+        """Tab into a message shows its actions (the next Tab reaches them); leaving it hides them."""
+        for widget in (old, new):
+            view = widget
+            while view is not None and not isinstance(view, MessageView):
+                view = view.parentWidget()
+            if isinstance(view, MessageView) and view in self.views:
+                view.show_actions_if_wanted()
 
     def show_messages(
         self, messages: list[Message], branches: dict[int, Branch], regenerable: set[int]
@@ -425,15 +503,17 @@ class ChatView(QScrollArea):
         QTimer.singleShot(0, self.scroll_to_end)
 
     def _chain_focus(self) -> None:
-        """Tab walks the messages right after the conversation itself, top to bottom, then leaves for what
-        followed the conversation (the message box): new views would otherwise join the end of the window's
-        chain, between Send and the sidebar."""
+        """Tab walks the messages right after the conversation itself, top to bottom, each message's text and
+        then its actions (the text's focus shows them), then leaves for what followed the conversation (the
+        message box): new views would otherwise join the end of the window's chain, between Send and the
+        sidebar."""
         previous: QWidget = self
         for view in self.views:
-            for widget in view.findChildren(QWidget):
-                if widget.focusPolicy() & Qt.FocusPolicy.TabFocus:
-                    QWidget.setTabOrder(previous, widget)
-                    previous = widget
+            widgets = [w for w in view.findChildren(QWidget) if w.focusPolicy() & Qt.FocusPolicy.TabFocus]
+            widgets.sort(key=lambda w: w is not view.body)  # the text first: a stable sort keeps the rest
+            for widget in widgets:
+                QWidget.setTabOrder(previous, widget)
+                previous = widget
 
     def column_width(self) -> int:
         """The reading column's width: the view's, up to ``COLUMN_EM`` em."""

@@ -49,6 +49,7 @@ QFrame#userMessage { background: %(user)s; border: 1px solid %(user_border)s; bo
 QFrame#assistantMessage { background: transparent; border: none; }
 QLabel#answerFooter { color: %(muted)s; }
 QLabel#editedMark { color: %(muted)s; }
+QWidget#messageActions QToolButton, QLabel#versionLabel { color: %(muted)s; }
 QTableView { gridline-color: %(grid)s; }
 QFrame#errorBanner { background: %(banner)s; border: 1px solid %(banner_border)s; border-radius: 6px; }
 QFrame#composerFrame { background: %(base)s; border: 1px solid %(border)s; border-radius: 12px; }

@@ -33,7 +33,7 @@ def test_a_centred_column_with_your_turns_on_the_right_and_figures_under_answers
     qtbot.waitUntil(lambda: answer.width() == column.width())  # once the layout has run
     assert mine.x() + mine.width() == column.width() and mine.width() < column.width() * 0.8
     assert answer.x() == 0 and answer.width() == column.width()
-    bubble = mine.grab().toImage().pixelColor(mine.width() // 2, mine.height() - 4)
+    bubble = mine.bubble.grab().toImage().pixelColor(mine.bubble.width() // 2, mine.bubble.height() - 4)
     page = answer.grab().toImage().pixelColor(answer.width() - 4, answer.height() // 2)
     assert bubble != page  # your turn is tinted, the answer sits on the page
     stats = window.store.get_message(answer.message.id).stats  # what was saved (rounded) is what shows

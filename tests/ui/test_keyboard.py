@@ -12,6 +12,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QApplication, QWidget
 
+from tests.ui.actions import click_action
 from tests.ui.boxes import on_dialog
 from tests.ui.test_window import never_stopping_copy, send
 from tests.ui.walk import interactive_widgets, unnamed
@@ -34,7 +35,7 @@ def back_to(qtbot, window) -> None:
 def edit_first_message(qtbot, window, text: str) -> None:
     """Edit the first message of the chat with clicks and keys: Edit, replace the text, Enter."""
     first = next(v for v in window.chat_view.views if v.message.role == "user")
-    click(qtbot, first.edit_button)
+    click_action(qtbot, window.chat_view, first, "Edit and resend")
     window.composer.selectAll()
     qtbot.keyClicks(window.composer, text)
     with qtbot.waitSignal(window.answer_finished, timeout=30000):

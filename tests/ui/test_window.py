@@ -6,11 +6,12 @@ import itertools
 import os
 
 from PySide6.QtCore import Qt, QTimer
-from PySide6.QtWidgets import QAbstractButton
+from PySide6.QtGui import QGuiApplication
+from PySide6.QtWidgets import QApplication
 
 from qwen_desktop.engine.generate import common_prefix
 from qwen_desktop.storage.chats import ChatStore
-from qwen_desktop.worker import emit
+from tests.ui.actions import action, click_action, hover
 
 
 def send(qtbot, window, text, timeout=30000):
@@ -119,16 +120,49 @@ def test_regenerate_keeps_the_old_answer_as_a_version(ready_window, qtbot):
     first = send(qtbot, window, "Hello")
     old = window.chat_view.last_answer()
     with qtbot.waitSignal(window.answer_finished, timeout=30000) as blocker:
-        old.regenerate_button.click()
+        click_action(qtbot, window.chat_view, old, "Regenerate")
     second = blocker.args[0]
     path = window.store.path(window.conversation_id)
     siblings = window.store.siblings(path[-1].id)
     assert [s.content for s in siblings] == [first.text, second.text]
     latest = window.chat_view.last_answer()
-    assert latest.branch_label.text() == "2/2"
-    emit(window.chat_view.last_answer().branch_requested, siblings[0].id)
+    assert latest.branch_label.text() == "2 / 2"
+    click_action(qtbot, window.chat_view, latest, "Previous version")
     assert window.chat_view.last_answer().text == first.text
-    assert window.chat_view.last_answer().branch_label.text() == "1/2"
+    assert window.chat_view.last_answer().branch_label.text() == "1 / 2"
+
+
+def test_message_actions_show_on_hover_and_with_the_focus(ready_window, qtbot):
+    window = ready_window
+    result = send(qtbot, window, "Hello")
+    mine, answer = window.chat_view.views
+    assert not mine.action_bar.isVisible() and not answer.action_bar.isVisible()  # quiet until wanted
+    assert [action(answer, n).isEnabled() for n in ("Copy message", "Regenerate")] == [True, True]
+    qtbot.wait(200)  # the views fit their text
+    height = answer.height()
+    hover(qtbot, window.chat_view, answer)
+    assert not mine.action_bar.isVisible()
+    qtbot.wait(100)
+    assert answer.height() == height  # their room was kept: nothing moves when they show
+    hover(qtbot, window.chat_view, mine)
+    qtbot.waitUntil(lambda: not answer.action_bar.isVisible())
+    qtbot.mouseMove(window.composer)
+    qtbot.waitUntil(lambda: not mine.action_bar.isVisible())
+    # by keyboard: Shift+Tab from the message box (by way of Attach) into the answer shows its actions, and Tab
+    # then reaches them; Space copies
+    qtbot.mouseClick(window.composer.viewport(), Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(window.composer.hasFocus)
+    qtbot.keyClick(window.composer, Qt.Key.Key_Backtab)
+    qtbot.keyClick(QApplication.focusWidget(), Qt.Key.Key_Backtab)
+    assert answer.isAncestorOf(QApplication.focusWidget())
+    assert answer.action_bar.isVisible() and not mine.action_bar.isVisible()
+    qtbot.keyClick(QApplication.focusWidget(), Qt.Key.Key_Tab)
+    assert QApplication.focusWidget() is action(answer, "Copy message")
+    QGuiApplication.clipboard().clear()
+    qtbot.keyClick(QApplication.focusWidget(), Qt.Key.Key_Space)
+    assert QGuiApplication.clipboard().text() == result.text
+    qtbot.mouseClick(window.composer.viewport(), Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: not answer.action_bar.isVisible())
 
 
 def test_edit_and_resend_makes_a_branch_and_keeps_the_old_one(ready_window, qtbot):
@@ -136,19 +170,21 @@ def test_edit_and_resend_makes_a_branch_and_keeps_the_old_one(ready_window, qtbo
     send(qtbot, window, "First question")
     second = send(qtbot, window, "Second question")
     user_views = [v for v in window.chat_view.views if v.message.role == "user"]
-    user_views[0].edit_button.click()
+    click_action(qtbot, window.chat_view, user_views[0], "Edit and resend")
     assert window.composer.toPlainText() == "First question"
     assert window.edit_label.isVisible()
-    window.composer.setPlainText("First question, edited")
+    assert window.composer.hasFocus()
+    window.composer.selectAll()
+    qtbot.keyClicks(window.composer, "First question, edited")
     with qtbot.waitSignal(window.answer_finished, timeout=30000):
-        window.send()
+        qtbot.keyClick(window.composer, Qt.Key.Key_Return)
     path = window.store.path(window.conversation_id)
     assert [m.content for m in path if m.role == "user"] == ["First question, edited"]
     versions = window.store.siblings(path[0].id)
     assert [v.content for v in versions] == ["First question", "First question, edited"]
-    assert window.chat_view.views[0].branch_label.text() == "2/2"
+    assert window.chat_view.views[0].branch_label.text() == "2 / 2"
     # The old branch, with its second turn, is one click away.
-    emit(window.chat_view.views[0].branch_requested, versions[0].id)
+    click_action(qtbot, window.chat_view, window.chat_view.views[0], "Previous version")
     texts = [v.text for v in window.chat_view.views]
     assert texts[0] == "First question" and texts[2] == "Second question" and texts[3] == second.text
 
@@ -252,7 +288,7 @@ def test_failed_answer_is_marked_and_can_be_retried(ready_window, qtbot):
     assert window.banner.isVisible()
     window.bridge.host._engine = engine
     with qtbot.waitSignal(window.answer_finished, timeout=30000) as blocker:
-        view.regenerate_button.click()
+        click_action(qtbot, window.chat_view, view, "Retry")
     assert blocker.args[0].reason in ("stop", "length")
     path = window.store.path(window.conversation_id)
     assert path[-1].status == "complete"
@@ -517,18 +553,13 @@ def test_status_bar_says_writing_with_the_speed_then_ready(
     assert window.status_label.text() == ready  # after the end of an answer
 
 
-def version_button(view, name):
-    """The "‹" or "›" button of a message view, by its accessible name."""
-    return next(b for b in view.findChildren(QAbstractButton) if b.accessibleName() == name)
-
-
 def test_an_edited_message_is_marked_edited_and_stays_so(settings_for, make_window, tiny_model_dir, qtbot):
     settings_for(model_path=str(tiny_model_dir))
     window = make_window()
     send(qtbot, window, "First question")
     view = window.chat_view.views[0]
     assert view.edited_label is None  # as sent
-    qtbot.mouseClick(view.edit_button, Qt.MouseButton.LeftButton)
+    click_action(qtbot, window.chat_view, view, "Edit and resend")
     window.composer.selectAll()
     qtbot.keyClicks(window.composer, "First question, edited")
     with qtbot.waitSignal(window.answer_finished, timeout=30000):
@@ -539,10 +570,10 @@ def test_an_edited_message_is_marked_edited_and_stays_so(settings_for, make_wind
     assert edited.edited_label.isVisibleTo(window)
     assert "earlier version" in edited.edited_label.toolTip()
     # the first version is the one first sent: no mark; the mark comes from the stored versions
-    qtbot.mouseClick(version_button(edited, "Previous version"), Qt.MouseButton.LeftButton)
+    click_action(qtbot, window.chat_view, edited, "Previous version")
     first = window.chat_view.views[0]
     assert first.text == "First question" and first.edited_label is None
-    qtbot.mouseClick(version_button(first, "Next version"), Qt.MouseButton.LeftButton)
+    click_action(qtbot, window.chat_view, first, "Next version")
     window.close()
     again = make_window()
     assert again.chat_view.views[0].edited_label is not None  # after a restart too

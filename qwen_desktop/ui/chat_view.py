@@ -515,6 +515,25 @@ class ChatView(QScrollArea):
                 QWidget.setTabOrder(previous, widget)
                 previous = widget
 
+    def reveal_actions_before(self, focus: QWidget | None) -> MessageView | None:
+        """Shift+Tab is about to leave ``focus``: if the widget it lands on is one of a message's actions,
+        hidden while the message has neither the pointer nor the focus, show them now (Qt's Tab passes over
+        hidden widgets; forward, the text's focus shows them before Tab gets there). Returns that message.
+        """
+        if focus is None:
+            return None
+        widget = focus.previousInFocusChain()
+        while widget is not None and widget is not focus:
+            if widget.focusPolicy() & Qt.FocusPolicy.TabFocus and widget.isEnabled():
+                view = next((v for v in self.views if v.action_bar.isAncestorOf(widget)), None)
+                if view is not None and view.isVisible() and not view.action_bar.isVisible():
+                    view.action_bar.show()
+                    return view
+                if widget.isVisibleTo(widget.window()):
+                    return None  # where Shift+Tab goes: nothing hidden on the way
+            widget = widget.previousInFocusChain()
+        return None
+
     def column_width(self) -> int:
         """The reading column's width: the view's, up to ``COLUMN_EM`` em."""
         em = QFontInfo(self.font()).pixelSize()

@@ -364,6 +364,15 @@ class MainWindow(
                 if button is not None:
                     button.setEnabled(not busy and self.model_info is not None)
 
+    def focusNextPrevChild(self, next: bool) -> bool:  # noqa: N802 - Qt's name
+        """Tab and Shift+Tab: backwards, a message's quiet actions are shown before the focus lands on them,
+        so Shift+Tab walks the exact reverse of Tab."""
+        revealed = None if next else self.chat_view.reveal_actions_before(QApplication.focusWidget())
+        moved = super().focusNextPrevChild(next)
+        if revealed is not None:
+            revealed.show_actions_if_wanted()  # hidden again if the focus went elsewhere after all
+        return moved
+
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt's name
         """Stop a running answer, join the worker thread, keep the partial answer, close the database."""
         self._closing = True

@@ -159,3 +159,31 @@ def test_tab_from_the_message_box_reaches_send_then_the_sidebar(ready_window, qt
     assert order[-1] is window.composer_box.attach_button, names
     qtbot.keyClick(window.composer, Qt.Key.Key_Backtab)
     assert QApplication.focusWidget() is window.composer_box.attach_button
+
+
+def test_shift_tab_walks_back_the_exact_reverse_of_tab(ready_window, qtbot):
+    window = ready_window
+    send(qtbot, window, "Hello")
+    edit_first_message(qtbot, window, "Hello again")  # your message gets ‹ 2 / 2 ›
+    send(qtbot, window, "And then?")
+    back_to(qtbot, window)
+    qtbot.waitUntil(lambda: all(v.isVisible() for v in window.chat_view.views))  # the layout shows them
+    click(qtbot, window.composer.viewport())
+    qtbot.waitUntil(window.composer.hasFocus)
+    qtbot.keyClicks(window.composer, "a draft")  # Send is enabled with a draft
+    forward = [window.composer]
+    for _ in range(60):
+        qtbot.keyClick(QApplication.focusWidget(), Qt.Key.Key_Tab)
+        forward.append(QApplication.focusWidget())
+        if forward[-1] is window.composer:
+            break
+    assert forward[-1] is window.composer and len(forward) > 10
+    actions = [w for v in window.chat_view.views for w in v.action_bar.findChildren(QWidget) if w in forward]
+    names = {w.accessibleName() for w in actions}
+    assert {"Copy message", "Edit and resend", "Regenerate", "Previous version"} <= names, names
+    backward = [window.composer]
+    for _ in range(len(forward) - 1):
+        qtbot.keyClick(QApplication.focusWidget(), Qt.Key.Key_Backtab)
+        backward.append(QApplication.focusWidget())
+    described = [f"{type(w).__name__} {w.accessibleName()!r}" for w in backward]
+    assert backward == forward[::-1], described

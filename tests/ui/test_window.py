@@ -148,14 +148,17 @@ def test_message_actions_show_on_hover_and_with_the_focus(ready_window, qtbot):
     qtbot.waitUntil(lambda: not answer.action_bar.isVisible())
     qtbot.mouseMove(window.composer)
     qtbot.waitUntil(lambda: not mine.action_bar.isVisible())
-    # by keyboard: Shift+Tab from the message box (by way of Attach) into the answer shows its actions, and Tab
-    # then reaches them; Space copies
+    # by keyboard: Shift+Tab from the message box (by way of Attach) lands on the answer's last action, shown,
+    # and the next one on Copy; Tab from the answer's text reaches Copy too; Space copies
     qtbot.mouseClick(window.composer.viewport(), Qt.MouseButton.LeftButton)
     qtbot.waitUntil(window.composer.hasFocus)
     qtbot.keyClick(window.composer, Qt.Key.Key_Backtab)
     qtbot.keyClick(QApplication.focusWidget(), Qt.Key.Key_Backtab)
-    assert answer.isAncestorOf(QApplication.focusWidget())
+    assert QApplication.focusWidget() is action(answer, "Regenerate")
     assert answer.action_bar.isVisible() and not mine.action_bar.isVisible()
+    qtbot.keyClick(QApplication.focusWidget(), Qt.Key.Key_Backtab)
+    qtbot.keyClick(QApplication.focusWidget(), Qt.Key.Key_Backtab)
+    assert QApplication.focusWidget() is answer.body and answer.action_bar.isVisible()
     qtbot.keyClick(QApplication.focusWidget(), Qt.Key.Key_Tab)
     assert QApplication.focusWidget() is action(answer, "Copy message")
     QGuiApplication.clipboard().clear()

@@ -96,7 +96,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
 
     folder = _resolve_model(args.model)
     one_shot = args.prompt is not None
-    say = None if one_shot else (lambda msg: print(msg, file=sys.stderr))
+    say = None if one_shot else (lambda phase: print(phase.text, file=sys.stderr))
     engine = ChatEngine(
         folder,
         threads=args.threads,

@@ -131,7 +131,7 @@ class EngineSignals(QObject):
     and ``EngineBridge`` repeats each on the GUI thread (``forward_signals``).
 
     Signals:
-        loading(str): what the model load is doing ("Loading model…", "Warming up…").
+        loading(object): the step of the model load that began (an ``engine.load_phase.LoadPhase``).
         loaded(ModelInfo): the model is loaded and warmed up.
         load_failed(str): the model folder is missing or unusable; one line for the user.
         started(int): an answer job began (job id).
@@ -149,7 +149,7 @@ class EngineSignals(QObject):
         api_activity(bool): a request of the local server started (True) or ended (False) on the model.
     """
 
-    loading = Signal(str)
+    loading = Signal(object)
     loaded = Signal(object)
     load_failed = Signal(str)
     started = Signal(int)
@@ -268,8 +268,8 @@ class EngineWorker(EngineSignals):
         """Load and warm up the model in ``folder`` (replacing any loaded one)."""
 
         def on_event(event: HostEvent) -> None:
-            if isinstance(event, Progress):
-                emit(self.loading, event.stage)
+            if isinstance(event, Progress) and event.phase is not None:
+                emit(self.loading, event.phase)
 
         end = self._run(
             lambda: self.host.submit_load(folder, threads, context_limit, on_event=on_event),

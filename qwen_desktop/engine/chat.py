@@ -23,12 +23,13 @@ from qwen_desktop.engine.generate import (
     prefill,
     stream_generate,
 )
+from qwen_desktop.engine.load_phase import LoadPhase
 from qwen_desktop.engine.model_files import ModelFiles, load_model_files
 from qwen_desktop.engine.session import OnnxModel
 from qwen_desktop.engine.tokenizer import ChatTokenizer
 
 DEFAULT_CONTEXT = 4096
-LoadProgress = Callable[[str], None]
+LoadProgress = Callable[[LoadPhase], None]
 
 
 class ChatEngine:
@@ -38,7 +39,7 @@ class ChatEngine:
         folder: a model folder (``qwen-desktop build-model`` output or a hub ONNX export).
         threads: ONNX Runtime threads, 0 for all cores.
         context_limit: tokens of prompt + reply; capped at the model's maximum.
-        progress: told what is happening while loading ("Loading model…", "Warming up…").
+        progress: told each step of the load as it begins (a ``LoadPhase``).
         cache_root: where ONNX Runtime's optimized, pre-packed copy of the graph is kept (the app passes
             ``storage.paths.ort_cache_dir()``); it makes every load after the first about twice as fast.
             None keeps no copy: every load optimizes the graph again.
@@ -57,12 +58,12 @@ class ChatEngine:
         low_memory: bool = False,
     ) -> None:
         say = progress or (lambda _msg: None)
-        say("Reading model folder…")
+        say(LoadPhase.READ_FOLDER)
         self.files: ModelFiles = load_model_files(Path(folder))
         self.context_limit = min(context_limit, self.files.max_context)
         self.cache_root = cache_root
         self.low_memory = low_memory
-        say("Loading model…")
+        say(LoadPhase.OPEN_GRAPHS)
         tokenizers: list[ChatTokenizer] = []
         # The tokenizer (~0.4 s for Qwen's 151k-token vocabulary) is read while the sessions build.
         self.model = OnnxModel(
@@ -78,7 +79,7 @@ class ChatEngine:
         self.load_seconds = self.model.load_seconds
         self.warmup_seconds = 0.0
         if warm_up:
-            say("Warming up…")
+            say(LoadPhase.WARM_UP)
             self.warmup_seconds = self.warm_up()
 
     @property

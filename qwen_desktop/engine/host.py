@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from qwen_desktop.engine.counting import PlanCallback, PlanCounter
 from qwen_desktop.engine.errors import ModelError
+from qwen_desktop.engine.load_phase import LoadPhase
 
 if TYPE_CHECKING:  # numpy and onnxruntime load with the first model, on the host thread
     from qwen_desktop.engine.chat import ChatEngine
@@ -83,12 +84,14 @@ class Started:
 
 @dataclass(frozen=True)
 class Progress:
-    """What a long job is doing: a load's stage text (done = total = 0), or import/sweep counts."""
+    """What a long job is doing: a load's step (``stage`` "load", ``phase`` the step; done = total = 0),
+    or import/sweep counts."""
 
     job: int
     stage: str
     done: int = 0
     total: int = 0
+    phase: LoadPhase | None = None
 
 
 @dataclass(frozen=True)
@@ -433,9 +436,9 @@ class EngineHost:
         bounded: bool = False,
         low_memory: bool = False,
     ) -> Job:
-        """Load and warm up ``folder``, replacing the loaded model (``low_memory``: see ``ChatEngine``). ``Progress`` events carry the stage
-        text; ``Finished.value`` is the ``ModelInfo``; a missing or unusable folder gives ``Failed``
-        (and no model is loaded after it)."""
+        """Load and warm up ``folder``, replacing the loaded model (``low_memory``: see ``ChatEngine``).
+        ``Progress`` events carry each step (``phase``); ``Finished.value`` is the ``ModelInfo``; a missing or
+        unusable folder gives ``Failed`` (and no model is loaded after it)."""
 
         def run(job: Job) -> None:
             from qwen_desktop.engine.chat import ChatEngine
@@ -447,7 +450,7 @@ class EngineHost:
                     Path(folder),
                     threads=threads,
                     context_limit=context_limit,
-                    progress=lambda text: job.emit(Progress(job.id, text)),
+                    progress=lambda phase: job.emit(Progress(job.id, "load", phase=phase)),
                     cache_root=self.cache_root,
                     low_memory=low_memory,
                 )

@@ -134,7 +134,7 @@
 <context>
     <name>ChatView</name>
     <message>
-        <location filename="../ui/chat_view.py" line="361"/>
+        <location filename="../ui/chat_view.py" line="427"/>
         <source>Conversation</source>
         <translation>对话</translation>
     </message>
@@ -849,142 +849,142 @@
 <context>
     <name>MessageView</name>
     <message>
-        <location filename="../ui/chat_view.py" line="181"/>
+        <location filename="../ui/chat_view.py" line="205"/>
         <source>You</source>
         <translation>你</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view.py" line="181"/>
+        <location filename="../ui/chat_view.py" line="205"/>
         <source>Assistant</source>
         <translation>助手</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view.py" line="183"/>
+        <location filename="../ui/chat_view.py" line="207"/>
         <source>Author</source>
         <translation>作者</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view.py" line="188"/>
+        <location filename="../ui/chat_view.py" line="230"/>
         <source>Previous version</source>
         <translation>上一个版本</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view.py" line="192"/>
+        <location filename="../ui/chat_view.py" line="235"/>
         <source>Version</source>
         <translation>版本</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view.py" line="193"/>
+        <location filename="../ui/chat_view.py" line="236"/>
         <source>Next version</source>
         <translation>下一个版本</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view.py" line="202"/>
+        <location filename="../ui/chat_view.py" line="213"/>
         <source>edited</source>
         <translation>已编辑</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view.py" line="204"/>
+        <location filename="../ui/chat_view.py" line="215"/>
         <source>Edited</source>
         <translation>已编辑</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view.py" line="205"/>
+        <location filename="../ui/chat_view.py" line="216"/>
         <source>You edited this message; ‹ shows the earlier version</source>
         <translation>你编辑过这条消息；‹ 显示之前的版本</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view.py" line="209"/>
+        <location filename="../ui/chat_view.py" line="219"/>
         <source>Message status</source>
         <translation>消息状态</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view.py" line="211"/>
+        <location filename="../ui/chat_view.py" line="242"/>
         <source>Copy</source>
         <translation>复制</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view.py" line="211"/>
+        <location filename="../ui/chat_view.py" line="242"/>
         <source>Copy message</source>
         <translation>复制消息</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view.py" line="217"/>
+        <location filename="../ui/chat_view.py" line="248"/>
         <source>Edit</source>
         <translation>编辑</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view.py" line="217"/>
+        <location filename="../ui/chat_view.py" line="248"/>
         <source>Edit and resend</source>
         <translation>编辑并重新发送</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view.py" line="222"/>
+        <location filename="../ui/chat_view.py" line="253"/>
         <source>Retry</source>
         <translation>重试</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view.py" line="222"/>
+        <location filename="../ui/chat_view.py" line="253"/>
         <source>Regenerate</source>
         <translation>重新生成</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view.py" line="228"/>
+        <location filename="../ui/chat_view.py" line="273"/>
         <source>Message text</source>
         <translation>消息内容</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view.py" line="236"/>
+        <location filename="../ui/chat_view.py" line="281"/>
         <source>Answer figures</source>
         <translation>回答的数据</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view.py" line="250"/>
+        <location filename="../ui/chat_view.py" line="297"/>
         <source>%1 s to first word · %2 tokens/s</source>
         <translation>首词 %1 秒 · 每秒 %2 个词元</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view.py" line="258"/>
+        <location filename="../ui/chat_view.py" line="305"/>
         <source>Model: %1</source>
         <translation>模型：%1</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view.py" line="260"/>
+        <location filename="../ui/chat_view.py" line="307"/>
         <source>Prompt: %1 tokens (%2 already read), read at %3 tokens/s</source>
         <translation>提示：%1 个词元（%2 个已预先读取），读取速度每秒 %3 个词元</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view.py" line="266"/>
+        <location filename="../ui/chat_view.py" line="313"/>
         <source>Answer: %1 tokens at %2 tokens/s, %3 s in all</source>
         <translation>回答：%1 个词元，每秒 %2 个，共 %3 秒</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view.py" line="294"/>
+        <location filename="../ui/chat_view.py" line="359"/>
         <source>writing…</source>
         <translation>正在生成…</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view.py" line="295"/>
+        <location filename="../ui/chat_view.py" line="360"/>
         <source>stopped</source>
         <translation>已停止</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view.py" line="296"/>
+        <location filename="../ui/chat_view.py" line="361"/>
         <source>interrupted (the app closed while writing)</source>
         <translation>已中断（生成时应用被关闭）</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view.py" line="297"/>
+        <location filename="../ui/chat_view.py" line="362"/>
         <source>failed</source>
         <translation>失败</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view.py" line="314"/>
+        <location filename="../ui/chat_view.py" line="380"/>
         <source>Copy code</source>
         <translation>复制代码</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view.py" line="316"/>
+        <location filename="../ui/chat_view.py" line="382"/>
         <source>Shown as plain text: {reason}.</source>
         <translation>以纯文本显示：{reason}。</translation>
     </message>
@@ -1005,48 +1005,48 @@
 <context>
     <name>ModelLoading</name>
     <message>
-        <location filename="../ui/model_loading.py" line="39"/>
+        <location filename="../ui/model_loading.py" line="40"/>
         <source>No model yet</source>
         <translation>尚无模型</translation>
     </message>
     <message>
-        <location filename="../ui/model_loading.py" line="51"/>
-        <location filename="../ui/model_loading.py" line="60"/>
+        <location filename="../ui/model_loading.py" line="52"/>
+        <location filename="../ui/model_loading.py" line="61"/>
         <source>Loading model…</source>
         <translation>正在加载模型…</translation>
     </message>
     <message>
-        <location filename="../ui/model_loading.py" line="59"/>
+        <location filename="../ui/model_loading.py" line="60"/>
         <source>Reading model folder…</source>
         <translation>正在读取模型文件夹…</translation>
     </message>
     <message>
-        <location filename="../ui/model_loading.py" line="61"/>
+        <location filename="../ui/model_loading.py" line="62"/>
         <source>Warming up…</source>
         <translation>正在预热…</translation>
     </message>
     <message>
-        <location filename="../ui/model_loading.py" line="79"/>
+        <location filename="../ui/model_loading.py" line="86"/>
         <source>Now using %1.</source>
         <translation>现在使用 %1。</translation>
     </message>
     <message>
-        <location filename="../ui/model_loading.py" line="95"/>
+        <location filename="../ui/model_loading.py" line="102"/>
         <source>The model could not be loaded: %1</source>
         <translation>无法加载模型：%1</translation>
     </message>
     <message>
-        <location filename="../ui/model_loading.py" line="96"/>
+        <location filename="../ui/model_loading.py" line="103"/>
         <source>No model loaded</source>
         <translation>未加载模型</translation>
     </message>
     <message>
-        <location filename="../ui/model_loading.py" line="117"/>
+        <location filename="../ui/model_loading.py" line="124"/>
         <source>Switching to %1 when this answer is done.</source>
         <translation>这个回答结束后切换到 %1。</translation>
     </message>
     <message>
-        <location filename="../ui/model_loading.py" line="129"/>
+        <location filename="../ui/model_loading.py" line="136"/>
         <source>Loading %1… — your chat stays</source>
         <translation>正在加载 %1… — 对话会保留</translation>
     </message>
@@ -2148,12 +2148,12 @@ Loaded in %2 s, warmed up in %3 s</source>
 <context>
     <name>parent</name>
     <message>
-        <location filename="../ui/chat_view.py" line="58"/>
+        <location filename="../ui/chat_view.py" line="66"/>
         <source>Open link</source>
         <translation>打开链接</translation>
     </message>
     <message>
-        <location filename="../ui/chat_view.py" line="59"/>
+        <location filename="../ui/chat_view.py" line="67"/>
         <source>Open this address outside the app?</source>
         <translation>在应用之外打开此地址？</translation>
     </message>

@@ -22,6 +22,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from qwen_desktop.engine.load_phase import LoadPhase
+
 FETCH = "fetch"
 READ = "read"
 CALIBRATE = "calibrate"
@@ -55,7 +57,7 @@ BUILD_PHASES = (READ, CALIBRATE, QUANTIZE, WRITE, PREFILL, WRITE_PREFILL, HEAD, 
 SETTLE_SECONDS = 2.0  # no time-left estimate before this much time has passed
 PRIOR_SECONDS = 4.0  # measured work (reference seconds) that weighs as much as the prior ratio of 1
 SMOOTHING = 0.3  # share of a new estimate in the time left shown
-LOAD_STEPS = {"Reading model folder…": 0.05, "Loading model…": 0.15, "Warming up…": 0.8}
+LOAD_STEPS = {LoadPhase.READ_FOLDER: 0.05, LoadPhase.OPEN_GRAPHS: 0.15, LoadPhase.WARM_UP: 0.8}
 
 
 def build_plan(load: bool = True) -> tuple[str, ...]:
@@ -171,9 +173,9 @@ class InstallProgress:
         phase, fraction = self.build_phase(stage, done, total)
         return self.update(phase, fraction, now)
 
-    def load(self, what: str, now: float | None = None) -> ProgressState:
-        """A load report ("Reading model folder…", "Loading model…", "Warming up…" from ``ChatEngine``)."""
-        return self.update(LOAD, LOAD_STEPS.get(what, 0.0), now)
+    def load(self, phase: object, now: float | None = None) -> ProgressState:
+        """A load report: the ``LoadPhase`` that ``ChatEngine`` began (anything else counts as its start)."""
+        return self.update(LOAD, LOAD_STEPS.get(phase, 0.0) if isinstance(phase, LoadPhase) else 0.0, now)
 
     def finish(self, now: float | None = None) -> ProgressState:
         """Everything is done."""

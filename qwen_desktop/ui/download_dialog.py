@@ -484,11 +484,11 @@ class DownloadDialog(QDialog):
 
     # ----------------------------------------------------------------- the first load (follow_load)
 
-    def load_phase(self, what: str) -> None:
-        """The owner's load of the new model says ``what`` ("Loading model…", "Warming up…")."""
+    def load_phase(self, phase: object) -> None:
+        """The owner's load of the new model began ``phase`` (an ``engine.load_phase.LoadPhase``)."""
         if self.loading and self.tracker is not None:
             self._waiting = False
-            self._show(self.tracker.load(what))
+            self._show(self.tracker.load(phase))
 
     def waiting_for_answer(self) -> None:
         """The owner switches to the new model once the answer being written has finished."""

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from qwen_desktop.engine.host import ModelInfo
+from qwen_desktop.engine.load_phase import LoadPhase
 from qwen_desktop.storage import paths
 from qwen_desktop.ui.markdown_render import render_markdown, reveal_bidi
 from qwen_desktop.ui.model_install import alive
@@ -52,17 +53,23 @@ class ModelLoading(WindowParts):
         self._update_controls()
         self.bridge.load(folder, self.effective_threads(folder), self.settings.context_limit)
 
-    def _on_loading(self, what: str) -> None:
+    def load_phase_text(self, phase: object) -> str:
+        """The words for a step of the load (a ``LoadPhase``) in the window's language; a step this window
+        does not know (a newer engine's) reads as loading the model."""
+        texts = {
+            LoadPhase.READ_FOLDER: self.tr("Reading model folder…"),
+            LoadPhase.OPEN_GRAPHS: self.tr("Loading model…"),
+            LoadPhase.WARM_UP: self.tr("Warming up…"),
+        }
+        known = phase if isinstance(phase, LoadPhase) else LoadPhase.OPEN_GRAPHS
+        return texts.get(known, texts[LoadPhase.OPEN_GRAPHS])
+
+    def _on_loading(self, phase: object) -> None:
         if self._closing:
             return
-        texts = {
-            "Reading model folder…": self.tr("Reading model folder…"),
-            "Loading model…": self.tr("Loading model…"),
-            "Warming up…": self.tr("Warming up…"),
-        }
-        self.status_label.setText(texts.get(what, what))
+        self.status_label.setText(self.load_phase_text(phase))
         if self._switch is not None and alive(self._switch[1]):
-            self._switch[1].load_phase(what)
+            self._switch[1].load_phase(phase)
 
     def _on_loaded(self, info: ModelInfo) -> None:
         if self._closing:

@@ -28,6 +28,7 @@ from qwen_desktop.engine.host import (
     Started,
     StopText,
 )
+from qwen_desktop.engine.load_phase import LoadPhase
 
 WAIT = 120  # seconds: only so that a broken host fails the test instead of hanging it
 PARAMS = replace(GREEDY, max_tokens=16)
@@ -254,7 +255,8 @@ def test_loading_reports_its_stages_and_a_bad_folder_fails_in_one_line(tmp_path,
         assert isinstance(bad, Failed) and "\n" not in bad.message and host.model is None
         job = host.submit_load(tiny_fp32_dir, threads=1, context_limit=128)
         events = list(job)
-        assert "Loading model…" in [e.stage for e in events if isinstance(e, Progress)]
+        steps = [e for e in events if isinstance(e, Progress)]
+        assert [e.phase for e in steps] == list(LoadPhase) and {e.stage for e in steps} == {"load"}
         info = events[-1].value
         assert isinstance(info, ModelInfo) and host.model == info
         assert (info.id, info.context_limit, info.threads) == (tiny_fp32_dir.name, 128, 1)

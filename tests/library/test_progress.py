@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from qwen_desktop.convert.builder import build_model
+from qwen_desktop.engine.load_phase import LoadPhase
 from qwen_desktop.library import progress as p
 from qwen_desktop.library.progress import (
     PHASE_SECONDS,
@@ -37,7 +38,7 @@ STAGES = [
     "done",
     "something new",
 ]
-LOAD_TEXTS = ["Reading model folder…", "Loading model…", "Warming up…", "??"]
+LOAD_PHASES = [*LoadPhase, "??", None]
 
 plans = st.sampled_from(
     [build_plan(), build_plan(load=False), download_plan("gguf"), download_plan("onnx"), (p.COPY, p.LOAD)]
@@ -52,7 +53,7 @@ events = st.one_of(
         st.none() | st.floats(-10, 1e6, allow_nan=False),
     ),
     st.tuples(st.just("build"), st.sampled_from(STAGES), st.integers(-2, 60), st.integers(-1, 60)),
-    st.tuples(st.just("load"), st.sampled_from(LOAD_TEXTS)),
+    st.tuples(st.just("load"), st.sampled_from(LOAD_PHASES)),
 )
 steps = st.lists(st.tuples(st.floats(0, 30, allow_nan=False), events), max_size=60)
 

@@ -69,6 +69,30 @@ def test_window_speaks_chinese(qapp, make_window, settings_for, tiny_model_dir, 
             QApplication.removeTranslator(translator)
 
 
+def test_the_load_steps_show_in_chinese(qapp, make_window, settings_for, tiny_model_dir, qtbot):
+    # the worker reports each step of the load as a LoadPhase code; the window words it in its language
+    from qwen_desktop.engine.load_phase import LoadPhase
+
+    settings_for(model_path=str(tiny_model_dir), language="zh_CN")
+    translators = install_translators(qapp, "zh_CN")
+    try:
+        window = make_window(wait_ready=False)
+        shown = []  # connected after the window's own slot: each step's status text, once it is set
+        window.bridge.loading.connect(lambda phase: shown.append((phase, window.status_label.text())))
+        qtbot.waitSignal(window.model_ready, timeout=60000).wait()
+        assert shown == [
+            (LoadPhase.READ_FOLDER, "正在读取模型文件夹…"),
+            (LoadPhase.OPEN_GRAPHS, "正在加载模型…"),
+            (LoadPhase.WARM_UP, "正在预热…"),
+        ]
+        assert window.status_label.text().startswith("就绪")
+        # a step this window does not know (a newer engine's, a stray string) reads as loading the model
+        assert window.load_phase_text("compile_graphs") == window.load_phase_text(None) == "正在加载模型…"
+    finally:
+        for translator in translators:
+            QApplication.removeTranslator(translator)
+
+
 # ----------------------------------------------------------------- every visible text under zh_CN
 
 # Words a Chinese window may show in Latin letters: names (of the app, the models, formats, licences, other

@@ -11,7 +11,7 @@ import shutil
 from dataclasses import replace
 from pathlib import Path
 
-from PySide6.QtCore import Qt, QUrl, Signal
+from PySide6.QtCore import QMargins, Qt, QUrl, Signal
 from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import (
     QAbstractButton,
@@ -45,6 +45,22 @@ from qwen_desktop.worker import emit
 
 INSTALLED_COLUMNS = 6
 AVAILABLE_COLUMNS = 5
+
+
+CELL_PADDING = QMargins(6, 3, 6, 3)  # around a button in a table cell: it keeps its own size, off the grid
+
+
+def _padded(button: QPushButton) -> QWidget:
+    """``button`` in a table cell of its own natural size plus ``CELL_PADDING`` (the table sizes its column and
+    row from this widget's size hint; a bare cell widget is stretched to the cell and touches the grid)."""
+    # and half a line more room on each side of the text than the style's own (a long label, "继续（已保留
+    # 123.5 MB）", touched the frame); set once: the page makes its buttons again when their text changes
+    button.setMinimumWidth(button.sizeHint().width() + button.fontMetrics().height())
+    cell = QWidget()
+    layout = QHBoxLayout(cell)
+    layout.setContentsMargins(CELL_PADDING)
+    layout.addWidget(button)
+    return cell
 
 
 def _item(text: str, name: str, tip: str) -> QTableWidgetItem:
@@ -195,6 +211,8 @@ class ModelsDialog(QDialog):
             self.tr("Models available to download"),
         )
         self.available_table.horizontalHeader().setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
+        # rows as tall as their Download button and its padding (the default row height squeezed it)
+        self.available_table.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         self.available_table.setSelectionMode(QAbstractItemView.SelectionMode.NoSelection)
         available_layout.addWidget(self.available_table)
         hub_note = QLabel(
@@ -356,7 +374,7 @@ class ModelsDialog(QDialog):
                 button.setEnabled(not busy)
                 button.clicked.connect(lambda _checked=False, e=entry: self.download(e))
             button.setAccessibleName(self.tr("Download %1").replace("%1", entry.display_name))
-            table.setCellWidget(row, 4, button)
+            table.setCellWidget(row, 4, _padded(button))
 
     def partial_download(self, entry: CatalogEntry) -> int:
         """Bytes of ``entry`` already downloaded by an earlier, interrupted attempt (0 when none)."""
@@ -368,7 +386,8 @@ class ModelsDialog(QDialog):
     def download_button(self, name: str) -> QPushButton:
         """The Download button of catalogue entry ``name``."""
         for row in range(self.available_table.rowCount()):
-            button = self.available_table.cellWidget(row, 4)
+            cell = self.available_table.cellWidget(row, 4)
+            button = cell.findChild(QPushButton) if cell is not None else None
             if isinstance(button, QPushButton) and button.property("model_name") == name:
                 return button
         raise KeyError(name)

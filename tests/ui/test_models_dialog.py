@@ -91,6 +91,54 @@ def test_lists_installed_models_and_the_catalogue_without_touching_the_network(
     assert unnamed(dialog) == []  # every control has an accessible name (tests/ui/walk.py)
 
 
+@pytest.mark.parametrize("theme", ["light", "dark"])
+@pytest.mark.parametrize("language", ["en", "zh_CN"])
+def test_download_buttons_have_their_natural_size_and_room(
+    open_dialog, qapp, qtbot, tiny_model_dir, theme, language
+):
+    from PySide6.QtWidgets import QApplication, QStyle, QStyleOptionButton
+
+    from qwen_desktop.ui.app import install_translators
+    from qwen_desktop.ui.models_dialog import CELL_PADDING
+    from qwen_desktop.ui.theme import apply_theme
+
+    # one button of each kind: Download, Installed (disabled) and the longest, "Resume (… kept)"
+    install_copy(tiny_model_dir, "qwen2.5-coder-0.5b-instruct")
+    kept = find_entry("qwen2.5-1.5b-instruct")
+    part = part_path(paths.models_dir() / DOWNLOADS / kept.name / kept.files[0])
+    part.parent.mkdir(parents=True)
+    part.write_bytes(b"\0" * 123_456)
+    translators = install_translators(qapp, language) if language != "en" else []
+    apply_theme(qapp, theme)
+    try:
+        dialog = open_dialog()
+        qtbot.waitExposed(dialog)
+        qtbot.wait(50)  # the table sizes its rows and columns
+        table = dialog.available_table
+        texts = []
+        for row in range(table.rowCount()):
+            cell = table.cellWidget(row, 4)
+            button = dialog.download_button(table.item(row, 0).data(Qt.ItemDataRole.UserRole))
+            texts.append(button.text())
+            hint = button.sizeHint()
+            assert button.width() >= hint.width() and button.height() >= hint.height(), button.text()
+            option = QStyleOptionButton()
+            button.initStyleOption(option)
+            room = button.style().subElementRect(QStyle.SubElement.SE_PushButtonContents, option, button)
+            assert room.width() >= button.fontMetrics().horizontalAdvance(button.text()), button.text()
+            # padded inside its cell, which the table made big enough for it
+            assert table.visualRect(table.model().index(row, 4)).size() == cell.size()
+            inside = cell.rect().marginsRemoved(CELL_PADDING)
+            assert inside.contains(button.geometry()), (button.text(), button.geometry(), cell.rect())
+        resume = "继续（已保留" if language == "zh_CN" else "Resume ("
+        installed = "已安装" if language == "zh_CN" else "Installed"
+        assert any(t.startswith(resume) for t in texts) and installed in texts, texts
+    finally:
+        for translator in translators:
+            QApplication.removeTranslator(translator)
+        apply_theme(qapp, "light")
+
+
 def test_download_shows_progress_builds_registers_and_offers_use(open_dialog, qtbot, hub, tiny_gguf):
     dialog = open_dialog()
     assert installed_names(dialog) == []

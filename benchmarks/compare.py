@@ -1,10 +1,11 @@
 """Run our engine and the peer runtimes on the same weights, one after another, and write a markdown table.
 
     python3 benchmarks/compare.py --gguf MODEL.gguf --ours OURS_DIR --genai GENAI_DIR \\
-        [--hf HF_DIR] [--runs 3] [--threads 2] [--out docs/benchmarks.md]
+        [--hf HF_DIR] [--openvino OPENVINO_DIR] [--runs 3] [--threads 2] [--out docs/benchmarks.md]
 
 Our engine runs through ``qwen-desktop bench --json``; each peer runs ``peer_worker.py`` with the Python of
-the peers' virtual environment (``--peer-python``, see benchmarks/README.md). Every runtime gets its own
+the peers' virtual environment (``--peer-python``; OpenVINO GenAI with ``--openvino-python``, a venv of its
+own: see benchmarks/README.md). Every runtime gets its own
 process, so peak RSS is per runtime, and only one runs at a time. Prompts are the app's own bench prompts,
 rendered with the model's chat template and tokenized by the app; the peers are fed those token ids.
 """
@@ -28,6 +29,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 DEFAULT_PEER_PYTHON = "/tmp/peers-venv/bin/python"
+# OpenVINO GenAI's exporter pins (optimum-intel, transformers) clash with onnxruntime-genai's builder's.
+DEFAULT_OPENVINO_PYTHON = "/tmp/openvino-venv/bin/python"
 # The same figures as qwen_desktop.engine.bench._turn6 uses.
 TURN6_SYSTEM = "You are a helpful assistant."
 TURN6_ANSWER_TOKENS = 48
@@ -38,7 +41,9 @@ LABELS = {
     "llama": "llama.cpp (llama-cpp-python, the GGUF itself)",
     "genai": "onnxruntime-genai int4 (its builder, last-token logits)",
     "hf": "transformers + torch fp32",
+    "openvino": "OpenVINO GenAI int4 (optimum-cli export, LLMPipeline)",
 }
+PEERS = ("llama", "genai", "hf", "openvino")
 
 
 def machine() -> dict[str, str]:
@@ -103,6 +108,7 @@ def prepare_spec(args: argparse.Namespace) -> dict:
         "gguf": str(Path(args.gguf).resolve()),
         "genai": str(Path(args.genai).resolve()) if args.genai else None,
         "hf": str(Path(args.hf).resolve()) if args.hf else None,
+        "openvino": str(Path(args.openvino).resolve()) if args.openvino else None,
         "tokenizer": str(files.tokenizer),
         "template": files.chat_template or CHATML_FALLBACK,
         "threads": args.threads,
@@ -333,9 +339,13 @@ def write_markdown(path: Path, info: dict, rows: list[dict]) -> None:
             continue
         t6 = (
             f"{_ms(r['turn6_ttft_s'])} ({r['turn6_prompt_tokens']} tok, {r['turn6_reused_tokens']} reused)"
+            if r.get("turn6_ttft_s") and r.get("turn6_reused_tokens") is not None
+            else f"{_ms(r['turn6_ttft_s'])} ({r['turn6_prompt_tokens']} tok)"
             if r.get("turn6_ttft_s")
             else "–"
         )
+        if r.get("turn6_note"):  # how the runtime kept (or could not keep) the conversation's prefix
+            t6 += f"; {r['turn6_note']}"
         lines.append(
             f"| {label} | {_ms(r['ttft_short_s'])} ({r['short_prompt_tokens']} tok) "
             f"| {_ms(r['ttft_long_s'])} ({r['long_prompt_tokens']} tok) | {r['decode_tps']:.1f} | {t6} "
@@ -368,7 +378,8 @@ def write_markdown(path: Path, info: dict, rows: list[dict]) -> None:
         "",
         "Model folders were made with the commands in `benchmarks/README.md` (`qwen-desktop build-model` for "
         "ours, `benchmarks/gguf_to_hf.py` + `onnxruntime_genai.models.builder -p int4 -e cpu --extra_options "
-        "prune_lm_head=true` for onnxruntime-genai).",
+        "prune_lm_head=true` for onnxruntime-genai, `optimum-cli export openvino --weight-format int4 --task "
+        "text-generation-with-past` of the same transformers folder for OpenVINO GenAI).",
         "",
     ]
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -381,14 +392,18 @@ def main() -> int:
     ap.add_argument("--ours", required=True, help="our model folder, built from that GGUF")
     ap.add_argument("--genai", help="onnxruntime-genai model folder, built from the same GGUF")
     ap.add_argument("--hf", help="transformers folder (gguf_to_hf.py output) to also run torch fp32")
+    ap.add_argument("--openvino", help="OpenVINO model folder (optimum-cli export openvino of --hf's folder)")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--decode-tokens", type=int, default=128)
     ap.add_argument("--out", default="docs/benchmarks.md")
     ap.add_argument("--json-out", help="also write every figure as JSON here")
     ap.add_argument("--peer-python", default=DEFAULT_PEER_PYTHON, help="Python of the peers' venv")
+    ap.add_argument(
+        "--openvino-python", default=DEFAULT_OPENVINO_PYTHON, help="Python of OpenVINO GenAI's venv"
+    )
     ap.add_argument("--timeout", type=float, default=1800, help="seconds one runtime may take")
-    ap.add_argument("--skip", nargs="*", default=[], choices=["ours", "llama", "genai", "hf"])
+    ap.add_argument("--skip", nargs="*", default=[], choices=["ours", *PEERS])
     ap.add_argument(
         "--llama-no-extra-bufts",
         action="store_true",
@@ -430,6 +445,8 @@ def main() -> int:
         plan.append(("genai", [args.peer_python, worker, "genai", spec_path]))
     if args.hf:
         plan.append(("hf", [args.peer_python, worker, "hf", spec_path]))
+    if args.openvino:
+        plan.append(("openvino", [args.openvino_python, worker, "openvino", spec_path]))
 
     info = {
         "command": shlex.join([sys.executable, *sys.argv]),

@@ -5,7 +5,12 @@ peers' virtual environment. It imports nothing from ``qwen_desktop``: the prompt
 spec file, and multi-turn prompts are rendered here with the model's chat template (the same Jinja
 settings as ``qwen_desktop.engine.chat_template``) and checked against the ids the app produced.
 
-    python peer_worker.py {llama,genai,hf} SPEC.json
+    python peer_worker.py {llama,genai,hf,openvino} SPEC.json
+
+OpenVINO GenAI's ``LLMPipeline`` has no token-by-token API: it runs a whole ``generate()`` call, so it takes
+the app's already-templated prompt text (``apply_chat_template=False``, its tokenization checked against the
+app's ids) and times the tokens its streamer receives; its turn 6 runs in its chat mode, which keeps the KV
+cache between turns.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import resource
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 
@@ -44,6 +50,22 @@ class Runtime:
     def reused(self) -> int:
         """How many prompt tokens the last ``start`` took from the cache."""
         return 0
+
+    # The three measurements, token by token through start/step; a runtime without that API overrides them.
+    def ttft(self, spec: dict, key: str) -> float:
+        return ttft(self, spec[f"{key}_ids"])
+
+    def decode_tps(self, spec: dict) -> float:
+        return decode(self, spec["decode_ids"], spec["decode_tokens"])
+
+    def turn6(self, spec: dict, encode: Callable, decode_text: Callable) -> tuple[float, int, int]:
+        return turn6(self, spec, encode, decode_text)
+
+    def warm_up(self, spec: dict) -> None:
+        self.prepare()
+        self.start(spec["short_ids"])
+        for _ in range(3):
+            self.step()
 
 
 def _common_prefix(a: list[int], b: list[int]) -> int:
@@ -219,7 +241,120 @@ class Transformers(Runtime):
         return self._reused
 
 
-RUNTIMES = {"llama": LlamaCpp, "genai": GenAI, "hf": Transformers}
+class OpenVINO(Runtime):
+    """OpenVINO GenAI's ``LLMPipeline`` on the CPU: whole ``generate()`` calls, tokens seen by a streamer."""
+
+    name = "openvino"
+
+    def __init__(self, spec: dict) -> None:
+        import openvino_genai as ov_genai
+
+        self.ov_genai = ov_genai
+        self.pipe = ov_genai.LLMPipeline(spec["openvino"], "CPU", INFERENCE_NUM_THREADS=spec["threads"])
+        self.tokenizer = self.pipe.get_tokenizer()
+        # The prompts go in as the app rendered them; the pipeline's tokenizer must give the app's ids.
+        for key in ("short", "long"):
+            text = render(spec["template"], spec[f"{key}_messages"])
+            if self._ids(text) != spec[f"{key}_ids"]:
+                raise SystemExit(f"OpenVINO's tokenizer gives other ids than the app for the {key} prompt")
+        self.note = ""
+
+    def versions(self) -> dict[str, str]:
+        import openvino
+
+        return {"openvino-genai": self.ov_genai.__version__, "openvino": openvino.__version__}
+
+    def _ids(self, text: str) -> list[int]:
+        tokens = self.tokenizer.encode(text, add_special_tokens=False).input_ids
+        return [int(t) for t in tokens.data[0]]
+
+    def _config(self, new_tokens: int, ignore_eos: bool = False):
+        config = self.pipe.get_generation_config()
+        config.max_new_tokens = new_tokens
+        config.do_sample = False
+        config.repetition_penalty = 1.0
+        config.ignore_eos = ignore_eos
+        config.apply_chat_template = False  # the text is the app's templated prompt already
+        return config
+
+    def _generate(self, prompt, config) -> tuple[list[float], object]:
+        """Run ``prompt``: the perf_counter time at which each generated token reached the streamer, and
+        the pipeline's result."""
+        times: list[float] = []
+        status = self.ov_genai.StreamingStatus.RUNNING
+
+        class Clock(self.ov_genai.StreamerBase):
+            def write(self, token):
+                times.append(time.perf_counter())
+                return status
+
+            def end(self):
+                pass
+
+        result = self.pipe.generate(prompt, config, Clock())
+        return times, result
+
+    def ttft(self, spec: dict, key: str) -> float:
+        prompt = render(spec["template"], spec[f"{key}_messages"])
+        config = self._config(1)
+        start = time.perf_counter()
+        times, _ = self._generate(prompt, config)
+        return times[0] - start
+
+    def decode_tps(self, spec: dict) -> float:
+        prompt = render(spec["template"], spec["short_messages"])
+        n = spec["decode_tokens"]
+        times, _ = self._generate(prompt, self._config(n, ignore_eos=True))
+        assert len(times) == n, f"{len(times)} tokens streamed, not {n}"
+        return (n - 1) / (times[-1] - times[0])
+
+    def warm_up(self, spec: dict) -> None:
+        self._generate(render(spec["template"], spec["short_messages"]), self._config(4))
+
+    def turn6(self, spec: dict, encode: Callable, decode_text: Callable) -> tuple[float, int, int | None]:
+        """Five turns through ``generate(ChatHistory)`` (its chat API; ``start_chat`` is deprecated), then the
+        sixth. The pipeline renders the history with the model's template and keeps its KV cache between
+        calls, but reports only the whole prompt's length, not how much of it came from the cache: the
+        count is None, and ``self.note`` gives the same prompt's TTFT from an empty cache to compare."""
+        config = self._config(spec["turn_tokens"])
+        config.stop_token_ids = set(spec["stop_ids"])
+        config.apply_chat_template = True  # with a ChatHistory the pipeline renders the template itself
+        first = self._config(1)
+        first.stop_token_ids = config.stop_token_ids
+        first.apply_chat_template = True
+        history = [{"role": "system", "content": spec["system_prompt"]}]
+        chat = self.ov_genai.ChatHistory()
+        chat.append(history[0])
+        for question in spec["turns"][:-1]:
+            for message in (history, chat):
+                message.append({"role": "user", "content": question})
+            answer = self.pipe.generate(chat, config).texts[0]
+            for message in (history, chat):
+                message.append({"role": "assistant", "content": answer})
+        for message in (history, chat):
+            message.append({"role": "user", "content": spec["turns"][-1]})
+        text = render(spec["template"], history)
+        ids = encode(text)
+        # Its own rendering of the same history must give the app's ids, or the figure would not compare.
+        if self._ids(self.tokenizer.apply_chat_template(history, add_generation_prompt=True)) != ids:
+            raise SystemExit("OpenVINO's chat rendering of turn 6 gives other ids than the app's")
+        start = time.perf_counter()
+        times, result = self._generate(chat, first)
+        elapsed = times[0] - start
+        if result.perf_metrics.get_num_input_tokens() != len(ids):
+            raise SystemExit("OpenVINO's turn-6 prompt has another length than the app's")
+        # The same prompt as text, not as a chat: the cache is dropped and the whole prompt evaluated.
+        start = time.perf_counter()
+        times, _ = self._generate(text, self._config(1))
+        self.note = f"ChatHistory, cache reuse not reported; {_ms(times[0] - start)} from an empty cache"
+        return elapsed, len(ids), None
+
+
+def _ms(s: float) -> str:
+    return f"{s * 1000:.0f} ms" if s < 1 else f"{s:.2f} s"
+
+
+RUNTIMES = {"llama": LlamaCpp, "genai": GenAI, "hf": Transformers, "openvino": OpenVINO}
 
 
 def render(template: str, messages: list[dict[str, str]]) -> str:
@@ -292,10 +427,7 @@ def main() -> None:
     rt = RUNTIMES[name](spec)
     load_s = time.perf_counter() - started
     started = time.perf_counter()
-    rt.prepare()
-    rt.start(spec["short_ids"])
-    for _ in range(3):
-        rt.step()
+    rt.warm_up(spec)
     warmup_s = time.perf_counter() - started
 
     runs, n = spec["runs"], spec["decode_tokens"]
@@ -303,10 +435,10 @@ def main() -> None:
     # machine then touches one run of several figures, not every run of one.
     short, long, dec, t6 = [], [], [], []
     for _ in range(runs):
-        short.append(ttft(rt, spec["short_ids"]))
-        long.append(ttft(rt, spec["long_ids"]))
-        dec.append(decode(rt, spec["decode_ids"], n))
-        t6.append(turn6(rt, spec, encode, decode_text))
+        short.append(rt.ttft(spec, "short"))
+        long.append(rt.ttft(spec, "long"))
+        dec.append(rt.decode_tps(spec))
+        t6.append(rt.turn6(spec, encode, decode_text))
     long_s = statistics.median(long)
     result = {
         "runtime": name,
@@ -323,6 +455,7 @@ def main() -> None:
         "turn6_ttft_s": statistics.median(t for t, _, _ in t6),
         "turn6_prompt_tokens": t6[0][1],
         "turn6_reused_tokens": t6[0][2],
+        "turn6_note": getattr(rt, "note", ""),
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "raw": {
             "ttft_short_s": short,

@@ -290,15 +290,22 @@ def _u32(data: _Bytes, pos: int) -> int:
     return int(data.u32(data.buf, pos)[0])
 
 
-def _name(data: _Bytes, pos: int, what: str) -> tuple[str, int]:
+def _sized(data: _Bytes, pos: int, limit: int, what: str) -> tuple[int, int]:
+    """The bytes of a u64-length-prefixed value at ``pos`` (a key, a name, a string): their (start, end),
+    checked against ``limit`` and against the end of the file."""
     _need(data, pos, 8)
     (length,) = data.u64(data.buf, pos)
     pos += 8
-    if length > MAX_NAME:
+    if length > limit:
         raise _CorruptError(f"a {what} of {length:,} bytes")
     _need(data, pos, length)
+    return pos, pos + length
+
+
+def _name(data: _Bytes, pos: int, what: str) -> tuple[str, int]:
+    start, end = _sized(data, pos, MAX_NAME, what)
     try:
-        return str(data.buf[pos : pos + length], "utf-8"), pos + length
+        return str(data.buf[start:end], "utf-8"), end
     except UnicodeDecodeError:
         raise _CorruptError(f"a {what} is not UTF-8 text") from None
 
@@ -316,13 +323,8 @@ def _value(
         value = np.frombuffer(data.buf, dtype, 1, pos).item() if keep else None
         return value, pos + dtype.itemsize
     if value_type == STRING:
-        _need(data, pos, 8)
-        (length,) = data.u64(data.buf, pos)
-        pos += 8
-        if length > MAX_STRING:
-            raise _CorruptError(f"a string of {length:,} bytes")
-        _need(data, pos, length)
-        return (str(data.buf[pos : pos + length], "utf-8") if keep else None), pos + length
+        start, end = _sized(data, pos, MAX_STRING, "string")
+        return (str(data.buf[start:end], "utf-8") if keep else None), end
     if value_type != ARRAY:
         raise _CorruptError(f"unknown value type {value_type}")
     if depth >= MAX_NESTING:

@@ -339,10 +339,6 @@ def _write_folder(
     kinds = None if quality == "best" else DEFAULT_FITTED
     # the reference pass and the decode graph read every layer weight: dequantized once for both
     shared_reads = ReadTwice(source.tensor)
-    calibration = (
-        _calibration(source, progress, kinds, shared_reads) if fit == "gptq" and fitted_layers else None
-    )
-    used_fit = "gptq" if calibration is not None else "plain"
     graphs = [(MODEL_FILE, precision)]
     if prefill_precision:
         graphs.append((PREFILL_FILE, prefill_precision))
@@ -350,43 +346,51 @@ def _write_folder(
     # loaded once (docs/models.md).
     split_head = len(graphs) > 1
     shared: dict[str, Any] = {}  # the embedding, quantized once for both graphs
+    # numpy's BLAS on one thread during the fits. The limit is process-wide and is taken before the
+    # calibration thread starts, so the reference pass never runs with another thread count (which
+    # changes its float sums and made two builds of one file differ).
+    blas_limit = threadpool_limits(limits=1, user_api="blas")
     pool = ThreadPoolExecutor(max_workers=fit_threads(), thread_name_prefix="weight-fit")
+    calibration: StreamedInputs | None = None
     try:
-        with threadpool_limits(limits=1, user_api="blas"):  # numpy's BLAS on one thread during the fits
-            for index, (name, layers) in enumerate(graphs):
-                step = _graph_progress(progress, index, len(graphs), "prefill graph: " if index else "")
-                clock.start("prefill graph" if index else "decode graph")
-                model = build_graph(
-                    cfg,
-                    shared_reads if index == 0 and calibration is not None else source.tensor,
-                    style=style,
-                    precision=layers,
-                    head_precision=head_precision,
-                    progress=step,
-                    split_head=split_head,
-                    kv_layout=kv_layout,
-                    calibration=calibration if layers == "int4" else None,
-                    shared=shared,
-                    pool=pool,
-                )
-                if progress:
-                    progress("writing", 0, 1)
-                clock.start("writing")
-                shared_reads.clear()  # what the decode graph did not read again is not read twice
-                _save_graph(model, tmp / name)
-                del model
-            if split_head:
-                if progress:
-                    progress("output head", 0, 1)
-                clock.start("output head")
-                head = build_head_graph(cfg, source.tensor, head_precision, calibration, pool=pool)
-                clock.start("writing")
-                _save_graph(head, tmp / HEAD_FILE)
-                del head
+        if fit == "gptq" and fitted_layers:
+            calibration = _calibration(source, progress, kinds, shared_reads)
+        used_fit = "gptq" if calibration is not None else "plain"
+        for index, (name, layers) in enumerate(graphs):
+            step = _graph_progress(progress, index, len(graphs), "prefill graph: " if index else "")
+            clock.start("prefill graph" if index else "decode graph")
+            model = build_graph(
+                cfg,
+                shared_reads if index == 0 and calibration is not None else source.tensor,
+                style=style,
+                precision=layers,
+                head_precision=head_precision,
+                progress=step,
+                split_head=split_head,
+                kv_layout=kv_layout,
+                calibration=calibration if layers == "int4" else None,
+                shared=shared,
+                pool=pool,
+            )
+            if progress:
+                progress("writing", 0, 1)
+            clock.start("writing")
+            shared_reads.clear()  # what the decode graph did not read again is not read twice
+            _save_graph(model, tmp / name)
+            del model
+        if split_head:
+            if progress:
+                progress("output head", 0, 1)
+            clock.start("output head")
+            head = build_head_graph(cfg, source.tensor, head_precision, calibration, pool=pool)
+            clock.start("writing")
+            _save_graph(head, tmp / HEAD_FILE)
+            del head
     finally:
         pool.shutdown(wait=True, cancel_futures=True)  # a cancelled build leaves no fit running
         if calibration is not None:
             calibration.close()  # and no reference pass
+        blas_limit.restore_original_limits()
     del calibration, shared
     clock.start("tokenizer and manifest")
     (tmp / TOKENIZER_FILE).write_text(with_string_merges(source.tokenizer.tokenizer_json), encoding="utf-8")

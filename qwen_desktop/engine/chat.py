@@ -24,6 +24,7 @@ from qwen_desktop.engine.generate import (
     stream_generate,
 )
 from qwen_desktop.engine.load_phase import LoadPhase
+from qwen_desktop.engine.memory import return_freed_memory
 from qwen_desktop.engine.model_files import ModelFiles, load_model_files
 from qwen_desktop.engine.session import OnnxModel
 from qwen_desktop.engine.tokenizer import ChatTokenizer
@@ -81,6 +82,7 @@ class ChatEngine:
         if warm_up:
             say(LoadPhase.WARM_UP)
             self.warmup_seconds = self.warm_up()
+        return_freed_memory()  # what loading freed (the tokenizer's JSON, ORT's load copies) goes back
 
     @property
     def threads(self) -> int:
@@ -128,6 +130,7 @@ class ChatEngine:
         )
         self.load_seconds = self.model.load_seconds
         self.warmup_seconds = self.warm_up()
+        return_freed_memory()
 
     def plan(self, messages: Sequence[Message], max_tokens: int) -> ContextPlan:
         """What would be sent for ``messages``: the token budget split and anything dropped."""

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from qwen_desktop.engine.errors import ModelError
+from qwen_desktop.engine.memory import return_freed_memory
 
 CACHE_SOURCE = "graph.txt"  # in each cache entry: the graph it was made from
 
@@ -145,20 +146,10 @@ def open_graph(
     # model, for as long as the model stays loaded); the copy just written maps them from the file instead,
     # as every later start does. Opening it costs one more session build, on the first start only.
     del session
-    _return_freed_memory()
+    return_freed_memory()
     try:
         session = create(cached, options(False))
     except Exception:  # the copy does not open: fall back to a session on the original graph
         shutil.rmtree(cached.parent, ignore_errors=True)
         return OpenedGraph(create(graph, options(True)), entry, files=plain)
     return OpenedGraph(session, entry, made_entry=True, files=cache_files(cached))
-
-
-def _return_freed_memory() -> None:
-    """Give the heap's free pages back to the system (glibc keeps them otherwise); a no-op elsewhere."""
-    import ctypes
-    import gc
-
-    gc.collect()
-    with contextlib.suppress(AttributeError, OSError):  # not glibc
-        ctypes.CDLL(None).malloc_trim(0)

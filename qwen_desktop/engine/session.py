@@ -30,6 +30,11 @@ ALONGSIDE_DELAY_S = 0.01
 # Prompts of at least this many new tokens go through the int8 prefill graph when the folder has one: below
 # it the 4-bit decode graph, which reads half the weight bytes, is as fast (docs/engine.md).
 PREFILL_MIN_TOKENS = 8
+# A run of at least this many new tokens (a prompt) hands the arena's free chunks back when it ends. Its
+# intermediates ([tokens, intermediate] activations, [heads, tokens, past] scores) are tens of MB that
+# decoding never needs again; kept, they stayed resident for the rest of the session (docs/benchmarks.md,
+# "Our memory, broken down"). Decode steps and prompt-lookup checks are shorter and keep the arena as it is.
+SHRINK_MIN_TOKENS = 64
 # "on" opens the int8 prefill graph even where this CPU's int8 kernel clips (int8_check.py): for tests and
 # measurements of the two-graph path on such a CPU; the prompts' logits are then off.
 INT8_PREFILL_ENV = "QWEN_DESKTOP_INT8_PREFILL"
@@ -91,6 +96,8 @@ class OnnxModel:
         self.max_len = min(max_len, files.max_context)
         self.spinning = spinning
         self._ort = ort
+        self._shrink = ort.RunOptions()
+        self._shrink.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
         started = time.perf_counter()
         # The prefill graph shares the KV buffers (fast style only: plain graphs hand the cache back). A
         # format-2 folder's head graph turns either graph's hidden states into logits. All sessions spin
@@ -250,6 +257,7 @@ class OnnxModel:
         session, b = self.session, self._binding
         if self._prefill_binding is not None and len(ids) >= PREFILL_MIN_TOKENS:
             session, b = self.prefill_session, self._prefill_binding
+        run = self._shrink if len(ids) >= SHRINK_MIN_TOKENS else None
         b.bind_cpu_input("input_ids", np.asarray([ids], dtype=np.int64))  # [1, seq]
         self.kv_cache.bind(b, self.length, len(ids))
         b.bind_cpu_input("num_logits_to_keep", np.array(keep, dtype=np.int64))
@@ -261,7 +269,7 @@ class OnnxModel:
             self._logits[keep] = out
         if self._head_binding is None:
             b.bind_ortvalue_output("logits", out)
-            session.run_with_iobinding(b)
+            session.run_with_iobinding(b, run)
         else:
             hidden = self._hidden.get(keep)
             if hidden is None:
@@ -270,11 +278,11 @@ class OnnxModel:
                 )
                 self._hidden[keep] = hidden
             b.bind_ortvalue_output("hidden", hidden)
-            session.run_with_iobinding(b)
+            session.run_with_iobinding(b, run)
             h = self._head_binding
             h.bind_ortvalue_input("hidden", hidden)
             h.bind_ortvalue_output("logits", out)
-            self.head_session.run_with_iobinding(h)
+            self.head_session.run_with_iobinding(h, run)
         result: np.ndarray = out.numpy()[0]  # [keep, vocab]
         return result
 

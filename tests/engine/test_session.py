@@ -13,7 +13,7 @@ from qwen_desktop.convert.reference import ReferenceModel
 from qwen_desktop.convert.weights import load_all
 from qwen_desktop.engine.int8_check import int8_products_clip
 from qwen_desktop.engine.model_files import load_model_files
-from qwen_desktop.engine.session import PREFILL_MIN_TOKENS, OnnxModel
+from qwen_desktop.engine.session import PREFILL_MIN_TOKENS, SHRINK_MIN_TOKENS, OnnxModel
 
 PROMPT = [5, 17, 100, 3, 250, 7, 9, 42, 64, 128, 11, 12, 13, 14, 15, 16, 200, 201, 202, 203]
 REPLY = [21, 22, 23, 24, 25]
@@ -168,3 +168,28 @@ def test_use_less_memory_runs_prompts_on_the_decode_graph_as_a_folder_without_pr
     lean.reset()
     # with the prefill graph loaded, a prompt's int8 logits are others: the option decides the graph
     assert not np.array_equal(lean.forward(PROMPT), both.forward(PROMPT))
+
+
+@pytest.mark.parametrize("graphs", ["both", "decode only"])
+def test_a_long_prompt_that_gives_its_arena_back_answers_as_before(tiny_model_dir, monkeypatch, graphs):
+    """A prompt of SHRINK_MIN_TOKENS or more runs with ONNX Runtime's arena shrinkage (its intermediates go
+    back to the system when the run ends): the prompt's logits, and the decode steps that follow from the
+    cache it wrote, are the same as with the arena kept whole, and a second long prompt after it works."""
+    import qwen_desktop.engine.session as session_module
+
+    rng = np.random.default_rng(3)
+    prompt = [int(t) for t in rng.integers(3, 200, SHRINK_MIN_TOKENS + 9)]
+
+    def run() -> list[np.ndarray]:
+        model = OnnxModel(load_model_files(tiny_model_dir), threads=1, max_len=256, prefill=graphs == "both")
+        out = [model.forward(prompt)[-1].copy()]
+        for token in (5, 9, 11):
+            out.append(model.forward([token])[-1].copy())
+        out.append(model.forward(prompt[::-1])[-1].copy())  # a second long run after the shrink
+        return out
+
+    shrunk = run()
+    monkeypatch.setattr(session_module, "SHRINK_MIN_TOKENS", 10**9)
+    kept = run()
+    for a, b in zip(shrunk, kept, strict=True):
+        assert np.array_equal(a, b)

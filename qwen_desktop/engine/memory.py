@@ -131,12 +131,12 @@ def memory_use(graph_files: Mapping[str, Sequence[Path]] | None = None) -> Memor
     return use
 
 
-__all__ = ["MemoryUse", "memory_use", "parse_smaps_by_path", "parse_smaps_rollup"]
-
-
 def return_freed_memory() -> None:
     """Give the heap's free pages back to the system; glibc keeps them otherwise (after a load: ~18 MB the
     tokenizer's loading freed). A no-op where the C library has no ``malloc_trim``."""
     gc.collect()
     with contextlib.suppress(AttributeError, OSError):  # not glibc
         ctypes.CDLL(None).malloc_trim(0)
+
+
+__all__ = ["MemoryUse", "memory_use", "parse_smaps_by_path", "parse_smaps_rollup", "return_freed_memory"]

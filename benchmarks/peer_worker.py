@@ -457,6 +457,7 @@ def main() -> None:
         "turn6_reused_tokens": t6[0][2],
         "turn6_note": getattr(rt, "note", ""),
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "memory_end": memory_now(),
         "raw": {
             "ttft_short_s": short,
             "ttft_long_s": long,
@@ -465,6 +466,26 @@ def main() -> None:
         },
     }
     print(json.dumps(result))
+
+
+def memory_now() -> dict | None:
+    """Resident, anonymous and file-backed MB of this process now, from /proc/self/smaps_rollup, with the
+    definitions of ``qwen_desktop.engine.memory`` (this runs in the peers' venv, without the app)."""
+    try:
+        text = Path("/proc/self/smaps_rollup").read_text()
+    except OSError:
+        return None
+    kb = {}
+    for line in text.splitlines():
+        name, _, rest = line.partition(":")
+        parts = rest.split()
+        if len(parts) == 2 and parts[1] == "kB" and parts[0].isdigit():
+            kb[name] = int(parts[0])
+    if "Rss" not in kb or "Anonymous" not in kb:
+        return None
+    rss, anon = kb["Rss"], min(kb["Anonymous"], kb["Rss"])
+    file_kb = max(0, rss - anon - kb.get("Pss_Shmem", 0))
+    return {"rss_mb": rss / 1024, "anon_mb": anon / 1024, "file_mb": file_kb / 1024, "graphs_mb": {}}
 
 
 if __name__ == "__main__":

@@ -219,6 +219,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     for label, mem in (
         ("loaded", r.memory_loaded),
         ("at the end of the long prompt", r.memory_long_prompt),
+        ("after a chat (load, prompts, a reply)", r.memory_chat),
         (f"after {r.long_context_tokens} tokens", r.memory_end),
     ):
         if mem is None:

@@ -112,6 +112,7 @@ class BenchResult:
     # and right after the long prompt's first token (both graphs and the head in use); None off Linux.
     memory_loaded: dict[str, Any] | None = None
     memory_long_prompt: dict[str, Any] | None = None
+    memory_chat: dict[str, Any] | None = None  # where chat_peak_rss_mb is read (after round 1's reply)
     memory_end: dict[str, Any] | None = None  # after the last figure (a conversation of long_context_tokens)
     # the decode ceiling (engine/ceiling.py): memory read speed with ``threads`` threads, and the weights one
     # decode step reads; measured after every other figure (its buffer is not in the peak RSS figures)
@@ -263,6 +264,7 @@ def run_bench(
     ready = process_age()
     loaded = _memory(engine)
     at_long: MemoryUse | None = None
+    at_chat: MemoryUse | None = None
     short = [{"role": "user", "content": SHORT_QUESTION}]
     long = [{"role": "user", "content": long_prompt(engine.tokenizer)}]
     short_ids = engine.context.encode(short)
@@ -296,6 +298,7 @@ def run_bench(
         decode.append(_decode_ids(engine, short_ids, decode_tokens, lookup=False))
         if r == 0:
             chat_peak = _peak_rss_mb()
+            at_chat = _memory(engine)
         say(tag + "decode with the app's sampling settings")
         sampled.append(
             _decode_ids(engine, short_ids, decode_tokens, lookup=True, params=SamplingParams(seed=r))
@@ -346,6 +349,7 @@ def run_bench(
         prefill_skipped=engine.model.prefill_skipped,
         memory_loaded=loaded.to_dict() if loaded else None,
         memory_long_prompt=at_long.to_dict() if at_long else None,
+        memory_chat=at_chat.to_dict() if at_chat else None,
         memory_end=end.to_dict() if end else None,
         machine=machine_info(),
     )

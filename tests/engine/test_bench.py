@@ -32,12 +32,13 @@ def test_bench_reports_anonymous_and_file_backed_memory_and_each_graphs_share(ti
         tiny_model_dir, threads=1, runs=1, decode_tokens=4, cache_root=tmp_path / "ort"
     )  # first load
     result = run_bench(tiny_model_dir, threads=1, runs=1, decode_tokens=4, cache_root=tmp_path / "ort")
-    for mem in (result.memory_loaded, result.memory_long_prompt, result.memory_end):
+    for mem in (result.memory_loaded, result.memory_long_prompt, result.memory_chat, result.memory_end):
         assert mem is not None
         assert 0 < mem["anon_mb"] <= mem["rss_mb"] and 0 < mem["file_mb"] <= mem["rss_mb"]
         assert mem["rss_mb"] <= result.peak_rss_mb + 1
         assert set(mem["graphs_mb"]) == {"decode", "prefill", "head"}
         assert 0 < sum(mem["graphs_mb"].values()) <= mem["file_mb"]
+    assert result.memory_chat["rss_mb"] <= result.chat_peak_rss_mb + 1  # read where that peak is read
     # the long prompt went through the prefill graph, so its weights are resident
     assert result.memory_long_prompt["graphs_mb"]["prefill"] > 0
 

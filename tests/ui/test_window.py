@@ -54,7 +54,10 @@ def never_stopping_copy(tiny_model_dir, tmp_path):
     return folder
 
 
-def test_answer_streams_into_the_view_in_order(qtbot, settings_for, make_window, tiny_model_dir, tmp_path):
+def test_answer_streams_into_the_view_in_order(
+    qtbot, settings_for, make_window, tiny_model_dir, tmp_path, paced_model
+):
+    paced_model(0.003)  # ~1 s for the 300 tokens, whatever the machine: time for several renders
     settings_for(
         model_path=str(never_stopping_copy(tiny_model_dir, tmp_path)), temperature=0.0, max_tokens=300
     )
@@ -508,16 +511,16 @@ def test_the_question_is_read_ahead_while_it_is_typed(qtbot, settings_for, make_
 
 
 def test_status_bar_says_writing_with_the_speed_then_ready(
-    qtbot, settings_for, make_window, tiny_model_dir, tmp_path
+    qtbot, settings_for, make_window, tiny_model_dir, tmp_path, paced_model
 ):
     import re
     import time
 
+    paced_model(0.003)  # the context's ~500 tokens take ~1.5 s on any machine, not 70 ms on a quiet one
     folder = never_stopping_copy(tiny_model_dir, tmp_path)
     settings_for(model_path=str(folder), temperature=0.0, max_tokens=5000, context_limit=16384)
     window = make_window()
-    # the tiny model writes its 500-token context in about a quarter of a second: the speed is shown every
-    # 40 ms here, not every half second
+    # the answer takes ~1.5 s: the speed is shown every 40 ms here, not every half second
     window.STATUS_INTERVAL = 0.04
     ready = window.status_label.text()
     assert ready == f"Ready · {window.model_info.display_name} · 1 thread"

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+_BYTE_UNITS = ((1e9, "GB", 2), (1e6, "MB", 1), (1e3, "KB", 0), (1.0, "B", 0))  # scale, unit, shown digits
 
-def human_bytes(n: float) -> str:
-    """``512 B``, ``12 KB``, ``12.3 MB``, ``1.89 GB``: decimal units, as the hub and file managers show them."""
+
+def human_bytes(n: float, *, round_up: bool = False) -> str:
+    """``512 B``, ``12 KB``, ``12.3 MB``, ``1.89 GB``: decimal units, as the hub and file managers show them.
+
+    ``round_up`` rounds up to the shown digits instead of to the nearest, so a size over a limit never reads
+    as the limit itself (200 001 bytes is ``201 KB``, not ``200 KB``).
+    """
     n = max(float(n), 0.0)
-    if n >= 1e9:
-        return f"{n / 1e9:.2f} GB"
-    if n >= 1e6:
-        return f"{n / 1e6:.1f} MB"
-    if n >= 1e3:
-        return f"{n / 1e3:.0f} KB"
-    return f"{n:.0f} B"
+    scale, unit, digits = next(u for u in _BYTE_UNITS if n >= u[0] or u[1] == "B")
+    if round_up:
+        step = 10**digits
+        return f"{-(-(n * step) // scale) / step:.{digits}f} {unit}"  # the exact ceiling: float // is exact
+    return f"{n / scale:.{digits}f} {unit}"
 
 
 def human_seconds(seconds: float) -> str:

@@ -246,18 +246,18 @@ class OnnxModel:
         keep = min(keep, len(ids))
         total = self.length + len(ids)
         self.kv_cache.check_room(self.length, len(ids))
+        run = self._shrink if len(ids) >= SHRINK_MIN_TOKENS else None  # a long run gives its arena back
         if self.files.style == "fast":
-            logits = self._forward_fast(ids, keep, total)
+            logits = self._forward_fast(ids, keep, run)
         else:
-            logits = self._forward_plain(ids, keep, total)
+            logits = self._forward_plain(ids, keep, total, run)
         self.tokens.extend(int(t) for t in ids)
         return logits
 
-    def _forward_fast(self, ids: Sequence[int], keep: int, total: int) -> np.ndarray:
+    def _forward_fast(self, ids: Sequence[int], keep: int, run: Any) -> np.ndarray:
         session, b = self.session, self._binding
         if self._prefill_binding is not None and len(ids) >= PREFILL_MIN_TOKENS:
             session, b = self.prefill_session, self._prefill_binding
-        run = self._shrink if len(ids) >= SHRINK_MIN_TOKENS else None
         b.bind_cpu_input("input_ids", np.asarray([ids], dtype=np.int64))  # [1, seq]
         self.kv_cache.bind(b, self.length, len(ids))
         b.bind_cpu_input("num_logits_to_keep", np.array(keep, dtype=np.int64))
@@ -286,7 +286,7 @@ class OnnxModel:
         result: np.ndarray = out.numpy()[0]  # [keep, vocab]
         return result
 
-    def _forward_plain(self, ids: Sequence[int], keep: int, total: int) -> np.ndarray:
+    def _forward_plain(self, ids: Sequence[int], keep: int, total: int, run: Any) -> np.ndarray:
         b = self.session.io_binding()
         b.bind_cpu_input("input_ids", np.asarray([ids], dtype=np.int64))  # [1, seq]
         b.bind_cpu_input("attention_mask", np.ones((1, total), np.int64))  # [1, past + seq]
@@ -295,7 +295,7 @@ class OnnxModel:
         self.kv_cache.bind(b, self.length, len(ids))
         for name in self._output_names:
             b.bind_output(name, "cpu")
-        self.session.run_with_iobinding(b)
+        self.session.run_with_iobinding(b, run)
         outs = dict(zip(self._output_names, b.get_outputs(), strict=True))
         self.kv_cache.collect(outs, self.length, len(ids))  # handed back next step, never copied
         logits: np.ndarray = outs["logits"].numpy()[0]  # [seq, vocab]

@@ -32,17 +32,17 @@
 <context>
     <name>AttachmentChip</name>
     <message>
-        <location filename="../ui/composer.py" line="153"/>
+        <location filename="../ui/composer.py" line="154"/>
         <source>Attached file</source>
         <translation>附加的文件</translation>
     </message>
     <message>
-        <location filename="../ui/composer.py" line="159"/>
+        <location filename="../ui/composer.py" line="160"/>
         <source>Remove %1</source>
         <translation>移除 %1</translation>
     </message>
     <message>
-        <location filename="../ui/composer.py" line="160"/>
+        <location filename="../ui/composer.py" line="161"/>
         <source>Remove this file from the message</source>
         <translation>从消息中移除这个文件</translation>
     </message>
@@ -142,103 +142,103 @@
 <context>
     <name>ComposerBox</name>
     <message>
-        <location filename="../ui/composer.py" line="194"/>
+        <location filename="../ui/composer.py" line="195"/>
         <source>Attachment problem</source>
         <translation>附件问题</translation>
     </message>
     <message>
-        <location filename="../ui/composer.py" line="219"/>
-        <location filename="../ui/composer.py" line="295"/>
+        <location filename="../ui/composer.py" line="220"/>
+        <location filename="../ui/composer.py" line="296"/>
         <source>Attach a text file</source>
         <translation>附加文本文件</translation>
     </message>
     <message>
-        <location filename="../ui/composer.py" line="220"/>
+        <location filename="../ui/composer.py" line="221"/>
         <source>Attach a text file (or drop one on the message box)</source>
         <translation>附加文本文件（也可以拖到消息框里）</translation>
     </message>
     <message>
-        <location filename="../ui/composer.py" line="224"/>
+        <location filename="../ui/composer.py" line="225"/>
         <source>Message</source>
         <translation>消息</translation>
     </message>
     <message>
-        <location filename="../ui/composer.py" line="225"/>
+        <location filename="../ui/composer.py" line="226"/>
         <source>Ask anything — Enter sends, Shift+Enter adds a line</source>
         <translation>随便问点什么 — Enter 发送，Shift+Enter 换行</translation>
     </message>
     <message>
-        <location filename="../ui/composer.py" line="247"/>
+        <location filename="../ui/composer.py" line="248"/>
         <source>Stop</source>
         <translation>停止</translation>
     </message>
     <message>
-        <location filename="../ui/composer.py" line="248"/>
+        <location filename="../ui/composer.py" line="249"/>
         <source>Stop the answer</source>
         <translation>停止回答</translation>
     </message>
     <message>
-        <location filename="../ui/composer.py" line="249"/>
+        <location filename="../ui/composer.py" line="250"/>
         <source>Stop the answer (Esc)</source>
         <translation>停止回答（Esc）</translation>
     </message>
     <message>
-        <location filename="../ui/composer.py" line="251"/>
+        <location filename="../ui/composer.py" line="252"/>
         <source>Send</source>
         <translation>发送</translation>
     </message>
     <message>
-        <location filename="../ui/composer.py" line="252"/>
+        <location filename="../ui/composer.py" line="253"/>
         <source>Send message</source>
         <translation>发送消息</translation>
     </message>
     <message>
-        <location filename="../ui/composer.py" line="253"/>
+        <location filename="../ui/composer.py" line="254"/>
         <source>Send (Enter)</source>
         <translation>发送（Enter）</translation>
     </message>
     <message>
-        <location filename="../ui/composer.py" line="297"/>
+        <location filename="../ui/composer.py" line="298"/>
         <source>Text files (%1);;All files (*)</source>
         <translation>文本文件 (%1);;所有文件 (*)</translation>
     </message>
     <message>
-        <location filename="../ui/composer.py" line="330"/>
+        <location filename="../ui/composer.py" line="331"/>
         <source>%1 is too large to attach (%2; at most %3).</source>
         <translation>%1 太大，无法附加（%2；最多 %3）。</translation>
     </message>
     <message>
-        <location filename="../ui/composer.py" line="331"/>
+        <location filename="../ui/composer.py" line="332"/>
         <source>%1 is empty: there is nothing to attach.</source>
         <translation>%1 是空的：没有可附加的内容。</translation>
     </message>
     <message>
-        <location filename="../ui/composer.py" line="332"/>
+        <location filename="../ui/composer.py" line="333"/>
         <source>%1 is not a text file (it holds binary data), so it was not attached.</source>
         <translation>%1 不是文本文件（含有二进制数据），未附加。</translation>
     </message>
     <message>
-        <location filename="../ui/composer.py" line="333"/>
+        <location filename="../ui/composer.py" line="334"/>
         <source>%1 is not UTF-8 text, so it was not attached.</source>
         <translation>%1 不是 UTF-8 文本，未附加。</translation>
     </message>
     <message>
-        <location filename="../ui/composer.py" line="334"/>
+        <location filename="../ui/composer.py" line="335"/>
         <source>%1 is a folder: attach the text files in it one by one.</source>
         <translation>%1 是文件夹：请逐个附加其中的文本文件。</translation>
     </message>
     <message>
-        <location filename="../ui/composer.py" line="335"/>
+        <location filename="../ui/composer.py" line="336"/>
         <source>%1 cannot be read: %2</source>
         <translation>无法读取 %1：%2</translation>
     </message>
     <message>
-        <location filename="../ui/composer.py" line="336"/>
+        <location filename="../ui/composer.py" line="337"/>
         <source>%1 is too long for the context (%2 tokens; there is room for %3).</source>
         <translation>%1 太长，上下文放不下（%2 个词元；只剩 %3 的空间）。</translation>
     </message>
     <message>
-        <location filename="../ui/composer.py" line="338"/>
+        <location filename="../ui/composer.py" line="339"/>
         <source>%1 cannot be attached.</source>
         <translation>无法附加 %1。</translation>
     </message>
@@ -841,7 +841,7 @@
         <translation>复制最后一条回答</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="330"/>
+        <location filename="../ui/main_window.py" line="337"/>
         <source>Applying settings…</source>
         <translation>正在应用设置…</translation>
     </message>
@@ -1054,316 +1054,316 @@
 <context>
     <name>ModelsDialog</name>
     <message>
-        <location filename="../ui/models_dialog.py" line="122"/>
-        <location filename="../ui/models_dialog.py" line="123"/>
+        <location filename="../ui/models_dialog.py" line="138"/>
+        <location filename="../ui/models_dialog.py" line="139"/>
         <source>Models</source>
         <translation>模型</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="130"/>
+        <location filename="../ui/models_dialog.py" line="146"/>
         <source>Models folder:</source>
         <translation>模型文件夹：</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="132"/>
+        <location filename="../ui/models_dialog.py" line="148"/>
         <source>Models folder</source>
         <translation>模型文件夹</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="135"/>
+        <location filename="../ui/models_dialog.py" line="151"/>
         <source>Open folder</source>
         <translation>打开文件夹</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="136"/>
+        <location filename="../ui/models_dialog.py" line="152"/>
         <source>Open the models folder</source>
         <translation>打开模型文件夹</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="139"/>
+        <location filename="../ui/models_dialog.py" line="155"/>
         <source>Change folder…</source>
         <translation>更改文件夹…</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="140"/>
+        <location filename="../ui/models_dialog.py" line="156"/>
         <source>Change where models are stored</source>
         <translation>更改模型的存储位置</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="145"/>
+        <location filename="../ui/models_dialog.py" line="161"/>
         <source>Free disk space</source>
         <translation>可用磁盘空间</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="149"/>
-        <location filename="../ui/models_dialog.py" line="348"/>
+        <location filename="../ui/models_dialog.py" line="165"/>
+        <location filename="../ui/models_dialog.py" line="366"/>
         <source>Installed</source>
         <translation>已安装</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="153"/>
+        <location filename="../ui/models_dialog.py" line="169"/>
         <source>Default</source>
         <translation>默认</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="154"/>
-        <location filename="../ui/models_dialog.py" line="194"/>
+        <location filename="../ui/models_dialog.py" line="170"/>
+        <location filename="../ui/models_dialog.py" line="210"/>
         <source>Name</source>
         <translation>名称</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="155"/>
+        <location filename="../ui/models_dialog.py" line="171"/>
         <source>Precision</source>
         <translation>精度</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="156"/>
+        <location filename="../ui/models_dialog.py" line="172"/>
         <source>Size on disk</source>
         <translation>占用空间</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="157"/>
+        <location filename="../ui/models_dialog.py" line="173"/>
         <source>Source</source>
         <translation>来源</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="158"/>
+        <location filename="../ui/models_dialog.py" line="174"/>
         <source>Checksum</source>
         <translation>校验和</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="160"/>
+        <location filename="../ui/models_dialog.py" line="176"/>
         <source>Installed models</source>
         <translation>已安装的模型</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="167"/>
+        <location filename="../ui/models_dialog.py" line="183"/>
         <source>No model is installed yet: download one below, or import a file you already have.</source>
         <translation>尚未安装模型：请在下方下载，或导入已有的文件。</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="169"/>
+        <location filename="../ui/models_dialog.py" line="185"/>
         <source>No models yet</source>
         <translation>尚无模型</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="172"/>
+        <location filename="../ui/models_dialog.py" line="188"/>
         <source>Set as default</source>
         <translation>设为默认</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="173"/>
+        <location filename="../ui/models_dialog.py" line="189"/>
         <source>Make the selected model the default</source>
         <translation>将所选模型设为默认</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="176"/>
+        <location filename="../ui/models_dialog.py" line="192"/>
         <source>Delete…</source>
         <translation>删除…</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="177"/>
+        <location filename="../ui/models_dialog.py" line="193"/>
         <source>Delete the selected model</source>
         <translation>删除所选模型</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="181"/>
+        <location filename="../ui/models_dialog.py" line="197"/>
         <source>Import from disk…</source>
         <translation>从磁盘导入…</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="182"/>
+        <location filename="../ui/models_dialog.py" line="198"/>
         <source>Import a model from disk</source>
         <translation>从磁盘导入模型</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="184"/>
+        <location filename="../ui/models_dialog.py" line="200"/>
         <source>GGUF file…</source>
         <translation>GGUF 文件…</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="185"/>
+        <location filename="../ui/models_dialog.py" line="201"/>
         <source>Hugging Face folder or model folder…</source>
         <translation>Hugging Face 文件夹或模型文件夹…</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="191"/>
+        <location filename="../ui/models_dialog.py" line="207"/>
         <source>Available to download</source>
         <translation>可下载</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="194"/>
+        <location filename="../ui/models_dialog.py" line="210"/>
         <source>About</source>
         <translation>简介</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="194"/>
-        <location filename="../ui/models_dialog.py" line="355"/>
+        <location filename="../ui/models_dialog.py" line="210"/>
+        <location filename="../ui/models_dialog.py" line="373"/>
         <source>Download</source>
         <translation>下载</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="194"/>
+        <location filename="../ui/models_dialog.py" line="210"/>
         <source>Licence</source>
         <translation>许可证</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="195"/>
+        <location filename="../ui/models_dialog.py" line="211"/>
         <source>Models available to download</source>
         <translation>可下载的模型</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="202"/>
+        <location filename="../ui/models_dialog.py" line="220"/>
         <source>From the Hugging Face hub; nothing is fetched until you press Download. Each file is checked against the hub&apos;s SHA-256, then converted into a model folder here.</source>
         <translation>来自 Hugging Face 模型库；在点击“下载”之前不会获取任何内容。每个文件都会与模型库的 SHA-256 校验，然后在本机转换为模型文件夹。</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="208"/>
+        <location filename="../ui/models_dialog.py" line="226"/>
         <source>About downloads</source>
         <translation>关于下载</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="213"/>
+        <location filename="../ui/models_dialog.py" line="231"/>
         <source>Status</source>
         <translation>状态</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="219"/>
+        <location filename="../ui/models_dialog.py" line="237"/>
         <source>Close</source>
         <translation>关闭</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="228"/>
+        <location filename="../ui/models_dialog.py" line="246"/>
         <source>The catalogue cannot be read: %1</source>
         <translation>无法读取模型目录：%1</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="236"/>
+        <location filename="../ui/models_dialog.py" line="254"/>
         <source>Select all</source>
         <translation>全选</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="266"/>
+        <location filename="../ui/models_dialog.py" line="284"/>
         <source>%1 free on this disk</source>
         <translation>此磁盘可用 %1</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="274"/>
+        <location filename="../ui/models_dialog.py" line="292"/>
         <source>The models folder cannot be read: %1</source>
         <translation>无法读取模型文件夹：%1</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="286"/>
+        <location filename="../ui/models_dialog.py" line="304"/>
         <source>(in use)</source>
         <translation>（使用中）</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="288"/>
+        <location filename="../ui/models_dialog.py" line="306"/>
         <source>(broken: delete it or import it again)</source>
         <translation>（已损坏：请删除或重新导入）</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="292"/>
+        <location filename="../ui/models_dialog.py" line="310"/>
         <source>Included with the app</source>
         <translation>随应用附带</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="294"/>
+        <location filename="../ui/models_dialog.py" line="312"/>
         <source>Included with the app, in %1 (read-only: it cannot be deleted)</source>
         <translation>随应用附带，位于 %1（只读：不能删除）</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="297"/>
+        <location filename="../ui/models_dialog.py" line="315"/>
         <source>The default: opened when the app starts</source>
         <translation>默认：应用启动时打开</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="327"/>
+        <location filename="../ui/models_dialog.py" line="345"/>
         <source>imported from %1</source>
         <translation>从 %1 导入</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="330"/>
+        <location filename="../ui/models_dialog.py" line="348"/>
         <source>unknown (a folder found without an install record)</source>
         <translation>来源不明（该文件夹没有安装记录）</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="353"/>
+        <location filename="../ui/models_dialog.py" line="371"/>
         <source>Resume (%1 kept)</source>
         <translation>继续（已保留 %1）</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="358"/>
+        <location filename="../ui/models_dialog.py" line="376"/>
         <source>Download %1</source>
         <translation>下载 %1</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="396"/>
+        <location filename="../ui/models_dialog.py" line="415"/>
         <source>Included with the app: it is read-only and cannot be deleted</source>
         <translation>随应用附带：只读，不能删除</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="418"/>
+        <location filename="../ui/models_dialog.py" line="437"/>
         <source>%1 is now the default; the app switches to it when this window closes.</source>
         <translation>%1 现在是默认模型；关闭此窗口后应用将切换到它。</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="433"/>
+        <location filename="../ui/models_dialog.py" line="452"/>
         <source>Model in use</source>
         <translation>使用中的模型</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="435"/>
+        <location filename="../ui/models_dialog.py" line="454"/>
         <source>%1 is the model in use, so it is not deleted. Make another model the default (Set as default), close this window so the app switches to it, then delete this one.</source>
         <translation>%1 是正在使用的模型，因此不会被删除。请先将另一个模型设为默认（“设为默认”），关闭此窗口让应用切换过去，再删除此模型。</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="445"/>
+        <location filename="../ui/models_dialog.py" line="464"/>
         <source>Delete model</source>
         <translation>删除模型</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="447"/>
+        <location filename="../ui/models_dialog.py" line="466"/>
         <source>Delete %1? Its folder (%2, %3) is removed from disk. It can be downloaded or imported again.</source>
         <translation>删除 %1？其文件夹（%2，%3）将从磁盘中移除。之后可以重新下载或导入。</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="465"/>
+        <location filename="../ui/models_dialog.py" line="484"/>
         <source>Deleted %1.</source>
         <translation>已删除 %1。</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="476"/>
+        <location filename="../ui/models_dialog.py" line="495"/>
         <source>Where to store models</source>
         <translation>模型存储位置</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="488"/>
+        <location filename="../ui/models_dialog.py" line="507"/>
         <source>Models are now stored in %1. The models in %2 stay there (move them by hand if you like).</source>
         <translation>模型现在存储在 %1。%2 中的模型会留在原处（如需要可手动移动）。</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="494"/>
+        <location filename="../ui/models_dialog.py" line="513"/>
         <source>The setting could not be saved: %1</source>
         <translation>无法保存设置：%1</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="544"/>
+        <location filename="../ui/models_dialog.py" line="563"/>
         <source>Import a GGUF file</source>
         <translation>导入 GGUF 文件</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="544"/>
+        <location filename="../ui/models_dialog.py" line="563"/>
         <source>GGUF models (*.gguf)</source>
         <translation>GGUF 模型 (*.gguf)</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="551"/>
+        <location filename="../ui/models_dialog.py" line="570"/>
         <source>Import a model folder</source>
         <translation>导入模型文件夹</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="556"/>
+        <location filename="../ui/models_dialog.py" line="575"/>
         <source>Installed %1.</source>
         <translation>已安装 %1。</translation>
     </message>
@@ -1465,302 +1465,287 @@
 <context>
     <name>SettingsDialog</name>
     <message>
-        <location filename="../ui/settings_dialog.py" line="84"/>
-        <location filename="../ui/settings_dialog.py" line="85"/>
+        <location filename="../ui/settings_dialog.py" line="79"/>
+        <location filename="../ui/settings_dialog.py" line="80"/>
         <source>Settings</source>
         <translation>设置</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="98"/>
+        <location filename="../ui/settings_dialog.py" line="91"/>
         <source>Auto (fastest measured; %1 physical cores)</source>
         <translation>自动（实测最快；%1 个物理核心）</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="100"/>
+        <location filename="../ui/settings_dialog.py" line="93"/>
         <source>Auto (fastest measured)</source>
         <translation>自动（实测最快）</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="104"/>
+        <location filename="../ui/settings_dialog.py" line="97"/>
         <source>Measured speeds</source>
         <translation>测得的速度</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="108"/>
+        <location filename="../ui/settings_dialog.py" line="101"/>
         <source>now %1</source>
         <translation>当前 %1</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="110"/>
+        <location filename="../ui/settings_dialog.py" line="103"/>
         <source>%1 → %2 tokens/s</source>
         <translation>%1 → 每秒 %2 个词元</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="114"/>
+        <location filename="../ui/settings_dialog.py" line="107"/>
         <source>Measured on this computer (threads → speed): %1</source>
         <translation>在这台电脑上测得（线程数 → 速度）：%1</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="118"/>
+        <location filename="../ui/settings_dialog.py" line="111"/>
         <source>Auto measures the speed of each count once, when the app is idle.</source>
         <translation>“自动”会在应用空闲时对每种线程数测一次速度。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="124"/>
+        <location filename="../ui/settings_dialog.py" line="117"/>
         <source>CPU threads</source>
         <translation>CPU 线程数</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="125"/>
+        <location filename="../ui/settings_dialog.py" line="118"/>
         <source>CPU threads:</source>
         <translation>CPU 线程数：</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="128"/>
+        <location filename="../ui/settings_dialog.py" line="121"/>
         <source>Context limit</source>
         <translation>上下文上限</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="130"/>
-        <location filename="../ui/settings_dialog.py" line="133"/>
+        <location filename="../ui/settings_dialog.py" line="123"/>
+        <location filename="../ui/settings_dialog.py" line="126"/>
         <source> tokens</source>
         <translation> 词元</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="131"/>
+        <location filename="../ui/settings_dialog.py" line="124"/>
         <source>Context limit:</source>
         <translation>上下文上限：</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="132"/>
+        <location filename="../ui/settings_dialog.py" line="125"/>
         <source>Maximum reply length</source>
         <translation>最长回答</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="134"/>
+        <location filename="../ui/settings_dialog.py" line="127"/>
         <source>Maximum reply length:</source>
         <translation>最长回答：</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="135"/>
+        <location filename="../ui/settings_dialog.py" line="128"/>
         <source>Temperature</source>
         <translation>温度</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="136"/>
+        <location filename="../ui/settings_dialog.py" line="129"/>
         <source>Temperature:</source>
         <translation>温度：</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="137"/>
+        <location filename="../ui/settings_dialog.py" line="130"/>
         <source>Top-p</source>
         <translation>Top-p</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="138"/>
+        <location filename="../ui/settings_dialog.py" line="131"/>
         <source>Top-p:</source>
         <translation>Top-p：</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="139"/>
+        <location filename="../ui/settings_dialog.py" line="132"/>
         <source>Top-k</source>
         <translation>Top-k</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="140"/>
+        <location filename="../ui/settings_dialog.py" line="133"/>
         <source>off</source>
         <translation>关闭</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="141"/>
+        <location filename="../ui/settings_dialog.py" line="134"/>
         <source>Top-k:</source>
         <translation>Top-k：</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="142"/>
+        <location filename="../ui/settings_dialog.py" line="135"/>
         <source>Repetition penalty</source>
         <translation>重复惩罚</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="143"/>
+        <location filename="../ui/settings_dialog.py" line="136"/>
         <source>Repetition penalty:</source>
         <translation>重复惩罚：</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="144"/>
+        <location filename="../ui/settings_dialog.py" line="137"/>
         <source>Seed</source>
         <translation>随机种子</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="145"/>
+        <location filename="../ui/settings_dialog.py" line="138"/>
         <source>random</source>
         <translation>随机</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="146"/>
+        <location filename="../ui/settings_dialog.py" line="139"/>
         <source>Seed:</source>
         <translation>随机种子：</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="150"/>
+        <location filename="../ui/settings_dialog.py" line="143"/>
         <source>System prompt</source>
         <translation>系统提示</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="152"/>
+        <location filename="../ui/settings_dialog.py" line="145"/>
         <source>System prompt:</source>
         <translation>系统提示：</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="156"/>
-        <location filename="../ui/settings_dialog.py" line="167"/>
+        <location filename="../ui/settings_dialog.py" line="149"/>
+        <location filename="../ui/settings_dialog.py" line="160"/>
         <source>Same as the system</source>
         <translation>跟随系统</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="157"/>
+        <location filename="../ui/settings_dialog.py" line="150"/>
         <source>Light</source>
         <translation>浅色</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="158"/>
+        <location filename="../ui/settings_dialog.py" line="151"/>
         <source>Dark</source>
         <translation>深色</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="162"/>
+        <location filename="../ui/settings_dialog.py" line="155"/>
         <source>Theme</source>
         <translation>主题</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="163"/>
+        <location filename="../ui/settings_dialog.py" line="156"/>
         <source>Theme:</source>
         <translation>主题：</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="169"/>
+        <location filename="../ui/settings_dialog.py" line="162"/>
         <source>Language (applies at the next start)</source>
         <translation>语言（下次启动时生效）</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="170"/>
+        <location filename="../ui/settings_dialog.py" line="163"/>
         <source>Language (next start):</source>
         <translation>语言（下次启动）：</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="174"/>
+        <location filename="../ui/settings_dialog.py" line="167"/>
         <source>Model in use</source>
         <translation>使用的模型</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="183"/>
+        <location filename="../ui/settings_dialog.py" line="171"/>
         <source>Import from disk…</source>
         <translation>从磁盘导入…</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="184"/>
+        <location filename="../ui/settings_dialog.py" line="172"/>
         <source>Import a model from disk</source>
         <translation>从磁盘导入模型</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="186"/>
+        <location filename="../ui/settings_dialog.py" line="174"/>
         <source>GGUF file…</source>
         <translation>GGUF 文件…</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="187"/>
-        <source>Hugging Face folder…</source>
-        <translation>Hugging Face 文件夹…</translation>
+        <location filename="../ui/settings_dialog.py" line="176"/>
+        <source>Hugging Face folder or model folder…</source>
+        <translation>Hugging Face 文件夹或模型文件夹…</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="191"/>
+        <location filename="../ui/settings_dialog.py" line="181"/>
         <source>Model:</source>
         <translation>模型：</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="192"/>
+        <location filename="../ui/settings_dialog.py" line="182"/>
         <source>To download models, use the Models page.</source>
         <translation>要下载模型，请使用“模型”页面。</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="197"/>
+        <location filename="../ui/settings_dialog.py" line="187"/>
         <source>Serve the model to other apps on this computer</source>
         <translation>向本机上的其他应用提供此模型</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="198"/>
+        <location filename="../ui/settings_dialog.py" line="188"/>
         <source>Local server</source>
         <translation>本地服务器</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="200"/>
+        <location filename="../ui/settings_dialog.py" line="190"/>
         <source>Local server:</source>
         <translation>本地服务器：</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="201"/>
+        <location filename="../ui/settings_dialog.py" line="191"/>
         <source>Local server port</source>
         <translation>本地服务器端口</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="202"/>
+        <location filename="../ui/settings_dialog.py" line="192"/>
         <source>Port:</source>
         <translation>端口：</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="204"/>
+        <location filename="../ui/settings_dialog.py" line="194"/>
         <source>none (any app on this computer may use it)</source>
         <translation>无（本机上的任何应用都可使用）</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="205"/>
+        <location filename="../ui/settings_dialog.py" line="195"/>
         <source>Local server API key</source>
         <translation>本地服务器 API 密钥</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="206"/>
+        <location filename="../ui/settings_dialog.py" line="196"/>
         <source>API key:</source>
         <translation>API 密钥：</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="209"/>
+        <location filename="../ui/settings_dialog.py" line="199"/>
         <source>Local server address</source>
         <translation>本地服务器地址</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="218"/>
+        <location filename="../ui/settings_dialog.py" line="208"/>
         <source>Apply settings</source>
         <translation>应用设置</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="219"/>
+        <location filename="../ui/settings_dialog.py" line="209"/>
         <source>Cancel</source>
         <translation>取消</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="230"/>
+        <location filename="../ui/settings_dialog.py" line="220"/>
         <source>OpenAI base URL %1/v1, chat page %1/</source>
         <translation>OpenAI 基础 URL %1/v1，聊天页面 %1/</translation>
     </message>
     <message>
-        <location filename="../ui/settings_dialog.py" line="232"/>
+        <location filename="../ui/settings_dialog.py" line="222"/>
         <source>Off: nothing listens on the network.</source>
         <translation>关闭：不在网络上监听任何端口。</translation>
-    </message>
-    <message>
-        <location filename="../ui/settings_dialog.py" line="278"/>
-        <source>Import a GGUF file</source>
-        <translation>导入 GGUF 文件</translation>
-    </message>
-    <message>
-        <location filename="../ui/settings_dialog.py" line="278"/>
-        <source>GGUF models (*.gguf)</source>
-        <translation>GGUF 模型 (*.gguf)</translation>
-    </message>
-    <message>
-        <location filename="../ui/settings_dialog.py" line="286"/>
-        <source>Import a Hugging Face folder</source>
-        <translation>导入 Hugging Face 文件夹</translation>
     </message>
 </context>
 <context>

@@ -8,12 +8,15 @@ unreadable). No Qt here: the composer shows the refusal, the tests feed arbitrar
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
-MAX_ATTACHMENT_BYTES = 200 * 1024  # a 200 KB source file is ~50 000 tokens: more than most contexts hold
+from qwen_desktop.units import human_bytes
+
+# 200 KB in human_bytes' decimal units, the figure the refusal shows: a 200 KB source file is ~50 000 tokens,
+# more than most contexts hold
+MAX_ATTACHMENT_BYTES = 200_000
 MAX_NAME_CHARS = 120
 
 # The suffixes the Attach dialog offers (any file that reads as UTF-8 text is taken when dropped), with the
@@ -81,8 +84,9 @@ class AttachmentError(Exception):
 
     def english(self) -> str:
         """The reason in one English line (the composer shows it translated)."""
+        over = human_bytes(self.size, round_up=True)  # one byte over the limit never reads as the limit
         texts = {
-            "large": f"{self.name} is too large to attach ({size_text(self.size)}; at most {size_text(self.limit)}).",
+            "large": f"{self.name} is too large to attach ({over}; at most {human_bytes(self.limit)}).",
             "empty": f"{self.name} is empty.",
             "binary": f"{self.name} is not a text file (it holds binary data).",
             "encoding": f"{self.name} is not a text file (it is not UTF-8 text).",
@@ -118,15 +122,6 @@ def clean_name(name: str) -> str:
     most ``MAX_NAME_CHARS`` characters."""
     one_line = _CONTROL_RE.sub(" ", name).strip() or "file"
     return one_line if len(one_line) <= MAX_NAME_CHARS else one_line[: MAX_NAME_CHARS - 1] + "…"
-
-
-def size_text(size: int) -> str:
-    """ "812 bytes", "14 KB", "1.3 MB", rounded up (a file one byte over 200 KB shows as 201 KB)."""
-    if size < 1024:
-        return f"{size} bytes"
-    if size < 1024 * 1024:
-        return f"{math.ceil(size / 1024)} KB"
-    return f"{math.ceil(size / (1024 * 1024) * 10) / 10:.1f} MB"
 
 
 def decode_attachment(name: str, data: bytes, limit: int = MAX_ATTACHMENT_BYTES) -> Attachment:

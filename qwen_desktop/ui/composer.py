@@ -28,8 +28,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from qwen_desktop.ui.attachments import TEXT_SUFFIXES, Attachment, AttachmentError, read_attachment, size_text
+from qwen_desktop.ui.attachments import TEXT_SUFFIXES, Attachment, AttachmentError, read_attachment
 from qwen_desktop.ui.markdown_render import reveal_bidi
+from qwen_desktop.units import human_bytes
 from qwen_desktop.worker import emit
 
 MAX_LINES = 8  # the box grows up to this many lines, then scrolls
@@ -147,7 +148,7 @@ class AttachmentChip(QFrame):
         layout.setContentsMargins(8, 2, 2, 2)
         layout.setSpacing(4)
         name = reveal_bidi(attachment.name)
-        size = size_text(len(attachment.text.encode("utf-8")))
+        size = human_bytes(len(attachment.text.encode("utf-8")))
         self.label = QLabel(f"{name} · {size}")
         self.label.setTextFormat(Qt.TextFormat.PlainText)
         self.label.setAccessibleName(self.tr("Attached file"))
@@ -337,7 +338,9 @@ class ComposerBox(QFrame):
         }
         text = texts.get(refusal.kind, self.tr("%1 cannot be attached."))
         if refusal.kind == "large":
-            text = text.replace("%2", size_text(refusal.size)).replace("%3", size_text(refusal.limit))
+            text = text.replace("%2", human_bytes(refusal.size, round_up=True)).replace(
+                "%3", human_bytes(refusal.limit)
+            )
         elif refusal.kind == "context":
             text = text.replace("%2", str(refusal.size)).replace("%3", str(refusal.limit))
         elif refusal.kind == "unreadable":

@@ -282,14 +282,19 @@ class MainWindow(
         from qwen_desktop.ui.settings_dialog import SettingsDialog
 
         measured = self.measured_speeds(self.model_info.folder) if self.model_info is not None else None
-        dialog = SettingsDialog(
-            self.settings, self.installed_models(), self.bridge, self.models_dir(), self, measured=measured
-        )
+        dialog = SettingsDialog(self.settings, self.installed_models(), self.bridge, self, measured=measured)
+        dialog.import_requested.connect(lambda kind: self._import_from_settings(dialog, kind))
         if dialog.exec():
             self.apply_settings(dialog.result_settings())
 
-    def open_models(self) -> None:
-        """Open the models page (installed models, downloads, import) and switch to the model chosen there."""
+    def _import_from_settings(self, dialog: Any, kind: str) -> None:
+        """Settings' "Import from disk…": the Models page's own import, then Settings shows what it did."""
+        self.open_models(import_kind=kind)
+        dialog.models_updated(self.installed_models(), self.settings)
+
+    def open_models(self, import_kind: str | None = None) -> None:
+        """Open the models page (installed models, downloads, import) and switch to the model chosen there.
+        ``import_kind`` "file" or "folder" starts its "Import from disk…" with that choice once it is open."""
         from qwen_desktop.ui.models_dialog import ModelsDialog
 
         in_use = self.model_info.folder if self.model_info is not None else None
@@ -297,6 +302,8 @@ class MainWindow(
         dialog.follow_load = True
         dialog.install_dialog_opened.connect(self._follow_install)
         self._models_dialog = dialog
+        if import_kind is not None:
+            QTimer.singleShot(0, dialog.import_file if import_kind == "file" else dialog.import_folder)
         try:
             dialog.exec()
         finally:

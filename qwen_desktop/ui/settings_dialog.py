@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
@@ -14,7 +13,6 @@ from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
     QDoubleSpinBox,
-    QFileDialog,
     QFormLayout,
     QHBoxLayout,
     QLabel,
@@ -30,9 +28,6 @@ from PySide6.QtWidgets import (
 from qwen_desktop.storage.settings import CONTEXT_MAX, CONTEXT_MIN, Settings
 from qwen_desktop.ui.presets import sent_prompt, shown_prompt
 from qwen_desktop.worker import EngineBridge, emit
-
-if TYPE_CHECKING:
-    from qwen_desktop.ui.download_dialog import DownloadDialog
 
 LANGUAGES: tuple[tuple[str, str | None], ...] = (("system", None), ("en", "English"), ("zh_CN", "简体中文"))
 
@@ -62,21 +57,21 @@ def physical_cores() -> int | None:
 class SettingsDialog(QDialog):
     """Edit a copy of the settings; ``result_settings()`` gives it back when accepted.
 
-    The model list comes from the registry; "Import from disk…" builds a model in the install dialog the
-    Models page uses (``ui.download_dialog``, its own thread) and selects it when done.
+    The model list comes from the registry. "Import from disk…" hands over to the Models page's import: its
+    menu asks the owner (``import_requested``) to run it, with the same file dialogs, install dialog and
+    switch to the new model; the owner then calls :meth:`models_updated` with what changed.
 
     Signals:
-        model_imported(object): an ``InstalledModel`` was imported while the dialog was open.
+        import_requested(str): "file" (a GGUF file) or "folder" (a Hugging Face or model folder) was chosen.
     """
 
-    model_imported = Signal(object)
+    import_requested = Signal(str)
 
     def __init__(
         self,
         settings: Settings,
         models: list[tuple[str, str]],
         bridge: EngineBridge | None,
-        models_dir: Path,
         parent: QWidget | None = None,
         measured: dict[int, float] | None = None,
     ) -> None:
@@ -85,8 +80,6 @@ class SettingsDialog(QDialog):
         self.setAccessibleName(self.tr("Settings"))
         self.settings = settings
         self.bridge = bridge
-        self.models_dir = models_dir
-        self.install_dialog: DownloadDialog | None = None  # the running or last import
         layout = QVBoxLayout(self)
         form = QFormLayout()
         layout.addLayout(form)
@@ -173,18 +166,15 @@ class SettingsDialog(QDialog):
         self.model = QComboBox()
         self.model.setAccessibleName(self.tr("Model in use"))
         self.model.setMinimumWidth(260)
-        for label, folder in models:
-            self.model.addItem(label, folder)
-        if settings.model_path and self.model.findData(settings.model_path) < 0:
-            self.model.addItem(Path(settings.model_path).name, settings.model_path)
-        if settings.model_path:
-            self.model.setCurrentIndex(self.model.findData(settings.model_path))
+        self._fill_models(models, settings.model_path)
         model_row.addWidget(self.model, 1)
         self.import_button = QPushButton(self.tr("Import from disk…"))
         self.import_button.setAccessibleName(self.tr("Import a model from disk"))
         menu = QMenu(self.import_button)
-        menu.addAction(self.tr("GGUF file…"), self.import_gguf)
-        menu.addAction(self.tr("Hugging Face folder…"), self.import_folder)
+        menu.addAction(self.tr("GGUF file…"), lambda: emit(self.import_requested, "file"))
+        menu.addAction(
+            self.tr("Hugging Face folder or model folder…"), lambda: emit(self.import_requested, "folder")
+        )
         self.import_button.setMenu(menu)
         self.import_button.setEnabled(bridge is not None)
         model_row.addWidget(self.import_button)
@@ -232,6 +222,21 @@ class SettingsDialog(QDialog):
             else self.tr("Off: nothing listens on the network.")
         )
 
+    def _fill_models(self, models: list[tuple[str, str]], model_path: str) -> None:
+        self.model.clear()
+        for label, folder in models:
+            self.model.addItem(label, folder)
+        if model_path and self.model.findData(model_path) < 0:
+            self.model.addItem(Path(model_path).name, model_path)
+        if model_path:
+            self.model.setCurrentIndex(self.model.findData(model_path))
+
+    def models_updated(self, models: list[tuple[str, str]], settings: Settings) -> None:
+        """The Models page ran (an import, a switch, a new folder): show its ``models`` and the model in use,
+        and build :meth:`result_settings` on the app's ``settings`` from now on, keeping the edits here."""
+        self.settings = settings
+        self._fill_models(models, settings.model_path)
+
     def _spin(self, low: int, high: int, value: int, name: str) -> QSpinBox:
         box = QSpinBox()
         box.setRange(low, high)
@@ -269,58 +274,3 @@ class SettingsDialog(QDialog):
             server_port=self.server_port.value(),
             server_api_key=self.server_key.text().strip(),
         ).clamped()
-
-    # Import
-
-    def import_gguf(self) -> None:
-        """Ask for a GGUF file and import it."""
-        path, _ = QFileDialog.getOpenFileName(
-            self, self.tr("Import a GGUF file"), str(Path.home()), self.tr("GGUF models (*.gguf)")
-        )
-        if path:
-            self.start_import(Path(path))
-
-    def import_folder(self) -> None:
-        """Ask for a Hugging Face folder and import it."""
-        path = QFileDialog.getExistingDirectory(
-            self, self.tr("Import a Hugging Face folder"), str(Path.home())
-        )
-        if path:
-            self.start_import(Path(path))
-
-    def start_import(self, source: Path) -> None:
-        """Build ``source`` into the models folder, showing progress: the same install dialog (and thread)
-        as the Models page's "Import from disk…", so an import never waits for, or holds up, an answer."""
-        from qwen_desktop.engine.errors import ModelError
-        from qwen_desktop.library.catalog import load_app_catalog
-        from qwen_desktop.ui.download_dialog import DownloadDialog
-
-        try:
-            catalog = load_app_catalog()
-        except ModelError:  # a broken mirror catalogue does not stop an import from disk
-            catalog = []
-        if self.install_dialog is not None:
-            if self.install_dialog.running:
-                self.install_dialog.raise_()
-                return
-            self.install_dialog.deleteLater()
-        dialog = DownloadDialog(self.models_dir, catalog, self)
-        dialog.setWindowModality(Qt.WindowModality.WindowModal)
-        dialog.installed.connect(self._on_imported)
-        dialog.use_requested.connect(lambda _model: dialog.accept())
-        self.install_dialog = dialog
-        dialog.start_import(Path(source))
-        dialog.open()
-
-    def _on_imported(self, model: object) -> None:
-        folder = str(model.folder)  # type: ignore[attr-defined]
-        if self.model.findData(folder) < 0:
-            self.model.addItem(str(model.display_name), folder)  # type: ignore[attr-defined]
-        self.model.setCurrentIndex(self.model.findData(folder))
-        emit(self.model_imported, model)
-
-    def done(self, result: int) -> None:
-        """Close, stopping an import still running (what it wrote so far is removed)."""
-        if self.install_dialog is not None:
-            self.install_dialog.stop()
-        super().done(result)

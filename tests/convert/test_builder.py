@@ -16,6 +16,7 @@ from qwen_desktop.convert.reference import ReferenceModel
 from qwen_desktop.convert.weights import EMBED, LM_HEAD, layer_names
 from qwen_desktop.engine.errors import ModelError
 from qwen_desktop.engine.manifest import read_manifest
+from tests.convert.folders import assert_same_bytes
 from tests.onnx_steps import StepRunner
 
 PROMPT = [5, 17, 100, 3, 250, 7, 9, 42, 64, 128]
@@ -557,22 +558,9 @@ def test_read_twice_keeps_at_most_its_limit_for_a_reader_far_behind():
     assert len(calls) == 16, "the first four came from memory, the other six were read again"
 
 
-def _folder_bytes(folder):
-    out = {}
-    for path in sorted(folder.rglob("*")):
-        if path.is_file():
-            data = path.read_bytes()
-            if path.name == "manifest.json":  # its "created" time is the only difference allowed
-                data = json.dumps(json.loads(data) | {"created": None}).encode()
-            out[str(path.relative_to(folder))] = data
-    return out
-
-
 def test_two_default_builds_of_one_file_are_byte_identical(tmp_path, tiny_gguf):
     """A user who builds the same file twice (or a bug report's build) gets the same model: the builder holds
     numpy's BLAS to one thread before its calibration thread starts, so no sum depends on timing."""
     first = build_model(tiny_gguf, tmp_path / "a").folder
     second = build_model(tiny_gguf, tmp_path / "b").folder
-    a, b = _folder_bytes(first), _folder_bytes(second)
-    assert a.keys() == b.keys()
-    assert [name for name in a if a[name] != b[name]] == []
+    assert_same_bytes(first, second)

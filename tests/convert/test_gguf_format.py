@@ -3,7 +3,6 @@ for tensor, and any other bytes give one clear ModelError line; nothing escapes,
 
 from __future__ import annotations
 
-import json
 import struct
 import tracemalloc
 from pathlib import Path
@@ -20,6 +19,7 @@ from qwen_desktop.convert.gguf_format import MAX_ARRAY_ITEMS, MAX_NESTING, GGUFF
 from qwen_desktop.convert.gguf_reader import GGUFSource
 from qwen_desktop.convert.tiny import write_gguf
 from qwen_desktop.engine.errors import ModelError, UnsupportedModelError
+from tests.convert.folders import assert_same_bytes
 from tests.convert.hostile import GGUF_ARRAY, GGUF_STRING, gguf_raw, gguf_string
 from tests.convert.test_fuzz_readers import FUZZ
 
@@ -219,13 +219,7 @@ def test_the_built_model_is_byte_identical_through_either_reader(tmp_path, monke
     new = build_model(tiny_gguf, tmp_path / "new", fit=fit).folder
     monkeypatch.setattr(gguf_reader, "read_gguf", package_reader)
     old = build_model(tiny_gguf, tmp_path / "old", fit=fit).folder
-    files = sorted(p.relative_to(old) for p in old.rglob("*") if p.is_file())
-    assert files == sorted(p.relative_to(new) for p in new.rglob("*") if p.is_file())
-    for name in files:
-        a, b = (old / name).read_bytes(), (new / name).read_bytes()
-        if name.name == "manifest.json":  # its "created" time is the only difference allowed
-            a, b = (json.loads(x) | {"created": None} for x in (a, b))
-        assert a == b, name
+    assert_same_bytes(old, new)
 
 
 @pytest.mark.real_model

@@ -32,9 +32,9 @@ def _spy(model):
         session.run_with_iobinding = run
     real_fast = model._forward_fast
 
-    def forward_fast(ids, keep, total):
+    def forward_fast(ids, *rest):
         model._last_len = len(ids)
-        return real_fast(ids, keep, total)
+        return real_fast(ids, *rest)
 
     model._forward_fast = forward_fast
     return calls
@@ -170,26 +170,55 @@ def test_use_less_memory_runs_prompts_on_the_decode_graph_as_a_folder_without_pr
     assert not np.array_equal(lean.forward(PROMPT), both.forward(PROMPT))
 
 
-@pytest.mark.parametrize("graphs", ["both", "decode only"])
-def test_a_long_prompt_that_gives_its_arena_back_answers_as_before(tiny_model_dir, monkeypatch, graphs):
+@pytest.fixture(scope="module")
+def plain_dir(tmp_path_factory, tiny_gguf):
+    """The tiny model in the plain style (one graph with logits and present.* outputs, as hub exports)."""
+    return build_model(
+        tiny_gguf, tmp_path_factory.mktemp("plain") / "m", precision="fp32", style="plain"
+    ).folder
+
+
+@pytest.mark.parametrize("graphs", ["both", "decode only", "plain"])
+def test_a_long_prompt_that_gives_its_arena_back_answers_as_before(
+    tiny_model_dir, plain_dir, monkeypatch, graphs
+):
     """A prompt of SHRINK_MIN_TOKENS or more runs with ONNX Runtime's arena shrinkage (its intermediates go
-    back to the system when the run ends): the prompt's logits, and the decode steps that follow from the
-    cache it wrote, are the same as with the arena kept whole, and a second long prompt after it works."""
+    back to the system when the run ends), in either style of model: every graph of a long run gets the
+    shrinking run options and a decode step none; the prompt's logits, and the decode steps that follow from
+    the cache it wrote, are the same as with the arena kept whole, and a second long prompt after it works."""
     import qwen_desktop.engine.session as session_module
 
     rng = np.random.default_rng(3)
     prompt = [int(t) for t in rng.integers(3, 200, SHRINK_MIN_TOKENS + 9)]
+    folder = plain_dir if graphs == "plain" else tiny_model_dir
 
-    def run() -> list[np.ndarray]:
-        model = OnnxModel(load_model_files(tiny_model_dir), threads=1, max_len=256, prefill=graphs == "both")
+    def run() -> tuple[list[np.ndarray], list[tuple[int, bool]]]:
+        model = OnnxModel(load_model_files(folder), threads=1, max_len=256, prefill=graphs == "both")
+        assert model.files.style == ("plain" if graphs == "plain" else "fast")
+        options: list[tuple[int, bool]] = []  # (new tokens, shrinking run options?) of every graph run
+        sessions = [model.session, model.prefill_session, getattr(model, "head_session", None)]
+        for session in filter(None, sessions):
+            real = session.run_with_iobinding
+
+            def spy(binding, run_options=None, _real=real):
+                options.append((pending[-1], run_options is not None and run_options is model._shrink))
+                return _real(binding, run_options)
+
+            session.run_with_iobinding = spy
+        pending = [len(prompt)]
         out = [model.forward(prompt)[-1].copy()]
         for token in (5, 9, 11):
+            pending.append(1)
             out.append(model.forward([token])[-1].copy())
+        pending.append(len(prompt))
         out.append(model.forward(prompt[::-1])[-1].copy())  # a second long run after the shrink
-        return out
+        return out, options
 
-    shrunk = run()
+    shrunk, options = run()
+    assert options and all(shrinks == (tokens >= SHRINK_MIN_TOKENS) for tokens, shrinks in options)
+    assert {tokens for tokens, _ in options} == {1, len(prompt)}
     monkeypatch.setattr(session_module, "SHRINK_MIN_TOKENS", 10**9)
-    kept = run()
+    kept, options = run()
+    assert not any(shrinks for _, shrinks in options)
     for a, b in zip(shrunk, kept, strict=True):
         assert np.array_equal(a, b)

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+import re
+from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from qwen_desktop.ui.attachments import (
@@ -16,8 +18,15 @@ from qwen_desktop.ui.attachments import (
     decode_attachment,
     read_attachment,
 )
+from qwen_desktop.units import human_bytes
 
 EXAMPLES = int(os.environ.get("QWEN_FUZZ_EXAMPLES", "300"))
+
+
+def value(text: str) -> float:
+    """The bytes a ``human_bytes`` text stands for."""
+    number, unit = text.split()
+    return float(number) * {"B": 1, "KB": 1e3, "MB": 1e6, "GB": 1e9}[unit]
 
 
 def test_a_text_file_is_read_as_utf8_with_its_lines():
@@ -62,6 +71,22 @@ def test_a_file_at_the_limit_is_taken_and_one_byte_more_is_not(tmp_path):
     with pytest.raises(AttachmentError, match=r"too large to attach \(201 KB; at most 200 KB\)") as refused:
         read_attachment(big)
     assert refused.value.size == MAX_ATTACHMENT_BYTES + 1
+
+
+def test_the_limit_reads_in_the_units_the_app_shows_every_size_in():
+    assert human_bytes(MAX_ATTACHMENT_BYTES) == "200 KB"  # the figure the docs and the refusal give
+    assert "over 200 KB" in (Path(__file__).parents[2] / "docs" / "app.md").read_text(encoding="utf-8")
+
+
+@given(st.integers(1, 999), st.integers(0, 7), st.integers(min_value=1, max_value=10**10))
+def test_a_refused_size_never_reads_as_the_limit_or_less(figure, zeros, over):
+    limit = figure * 10**zeros
+    assume(value(human_bytes(limit)) == limit)  # a round limit, shown exactly, like MAX_ATTACHMENT_BYTES
+    shown = AttachmentError("large", "f.txt", size=limit + over, limit=limit).english()
+    size_shown, limit_shown = re.fullmatch(
+        r"f\.txt is too large to attach \((.+); at most (.+)\)\.", shown
+    ).groups()
+    assert limit_shown == human_bytes(limit) and value(size_shown) > limit
 
 
 def test_the_file_system_refusals(tmp_path):

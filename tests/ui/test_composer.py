@@ -73,7 +73,7 @@ def test_a_file_attached_with_the_button_is_counted_and_sent_under_its_name(
     assert len(asked) == 1
     assert not window.composer_box.notice.isVisible(), window.composer_box.notice.text()
     chips = window.composer_box.chip_widgets()
-    assert [c.label.text() for c in chips] == ["reverse.py · 147 bytes"]
+    assert [c.label.text() for c in chips] == ["reverse.py · 147 B"]
     assert window.composer.toPlainText() == "What does this do?"  # the text is not touched
     qtbot.waitUntil(lambda: window.meter.value() > before + 50, timeout=5000)  # the file counts
     with qtbot.waitSignal(window.answer_finished, timeout=30000):

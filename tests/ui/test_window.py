@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import os
 
+import pytest
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QApplication
@@ -201,9 +202,7 @@ def test_settings_change_applies_without_restart(ready_window, qtbot, home):
     window = ready_window
     engine = window.bridge.engine
     assert engine.model.threads == 1
-    dialog = SettingsDialog(
-        window.settings, window.installed_models(), window.bridge, window.models_dir(), window
-    )
+    dialog = SettingsDialog(window.settings, window.installed_models(), window.bridge, window)
     qtbot.addWidget(dialog)
     dialog.threads.setCurrentIndex(dialog.threads.findData(2))
     dialog.context.setValue(384)  # the tiny model allows 512
@@ -409,31 +408,70 @@ def test_first_model_from_the_models_page_is_used_at_once(make_window, home, tin
     assert window.bridge.engine.model.threads == (os.cpu_count() or 1)
 
 
-def test_settings_import_builds_the_model_with_progress_and_selects_it(ready_window, qtbot, tiny_gguf, home):
+@pytest.mark.qt_log_ignore("This plugin does not support (raise|grabbing the keyboard|propagateSizeHints)")
+def test_settings_import_is_the_models_page_import(ready_window, qtbot, tiny_gguf, home, monkeypatch):
+    """Settings' "Import from disk…" > "GGUF file…" runs the Models page's import: its file dialog, its
+    install dialog with build progress, the switch to the new model; back in Settings the model is shown."""
+    from PySide6.QtWidgets import QDialogButtonBox, QFileDialog
+
+    from qwen_desktop.ui.models_dialog import ModelsDialog
     from qwen_desktop.ui.settings_dialog import SettingsDialog
+    from tests.ui.test_sidebar import choose_in_next_menu
 
     window = ready_window
-    dialog = SettingsDialog(
-        window.settings, window.installed_models(), window.bridge, window.models_dir(), window
-    )
-    qtbot.addWidget(dialog)
-    with qtbot.waitSignal(dialog.model_imported, timeout=120000) as blocker:
-        dialog.start_import(tiny_gguf)
-        # the same install dialog (and thread) as the Models page's import: the engine stays free
-        install = dialog.install_dialog
-        assert install is not None and install.isVisible() and install.running
-        steps = []
-        install.task.build_progress.connect(lambda stage, done, total: steps.append(stage))
-        assert window.bridge.host.queue_depth() == 0
-    model = blocker.args[0]
-    assert steps
-    assert dialog.model.currentData() == str(model.folder)
-    assert model.folder.parent == home / "models"
-    qtbot.mouseClick(install.close_button, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: not install.isVisible(), timeout=10000)
-    with qtbot.waitSignal(window.model_ready, timeout=60000) as ready:
-        window.apply_settings(dialog.result_settings())
-    assert ready.args[0].folder == model.folder
+    asked: list[object] = []
+
+    def pick_file(parent, title, *args, **kwargs):
+        asked.append((type(parent), title))
+        return str(tiny_gguf), ""
+
+    monkeypatch.setattr(QFileDialog, "getOpenFileName", pick_file)
+    seen: dict[str, object] = {}
+    stages: list[str] = []
+
+    def in_settings():
+        settings = next(
+            w for w in QApplication.topLevelWidgets() if isinstance(w, SettingsDialog) and w.isVisible()
+        )
+        seen["settings"] = settings
+        seen["offered"] = choose_in_next_menu(qtbot, "GGUF file…")
+        QTimer.singleShot(0, in_models)
+        try:
+            qtbot.mouseClick(
+                settings.import_button, Qt.MouseButton.LeftButton
+            )  # the menu opens after the click
+            qtbot.waitUntil(lambda: "installed" in seen and window._models_dialog is None, timeout=60000)
+            seen["shown"] = settings.model.currentData()
+        finally:  # a failure above still closes Settings, so the test ends
+            ok = settings.findChild(QDialogButtonBox).button(QDialogButtonBox.StandardButton.Ok)
+            qtbot.mouseClick(ok, Qt.MouseButton.LeftButton)
+
+    def in_models():
+        models = window._models_dialog
+        if not isinstance(models, ModelsDialog) or models.download_dialog is None:
+            QTimer.singleShot(20, in_models)
+            return
+        install = models.download_dialog
+        seen["install"] = install
+        install.task.build_progress.connect(lambda stage, done, total: stages.append(stage))
+        try:
+            qtbot.waitUntil(
+                lambda: not install.isVisible(), timeout=50000
+            )  # installed, loaded, closed itself
+            seen["installed"] = [m.name for m in models.installed]
+        finally:
+            qtbot.mouseClick(models.close_button, Qt.MouseButton.LeftButton)
+
+    QTimer.singleShot(0, in_settings)
+    qtbot.mouseClick(window.sidebar.settings_button, Qt.MouseButton.LeftButton)
+    assert asked == [(ModelsDialog, "Import a GGUF file")]  # the Models page's own file dialog
+    assert seen["offered"] == [["GGUF file…", "Hugging Face folder or model folder…"]]
+    assert seen["install"].source == tiny_gguf and stages and stages[-1] == "done"
+    assert seen["installed"] == ["tiny"]
+    folder = home / "models" / "tiny"
+    assert seen["shown"] == str(folder)
+    assert window.model_info.folder == folder and window.settings.model_path == str(folder)
+    assert not any(isinstance(w, SettingsDialog) and w.isVisible() for w in QApplication.topLevelWidgets())
 
 
 def test_run_app_opens_the_window_offline_and_exits_cleanly(home, tiny_model_dir, settings_for):

@@ -206,6 +206,13 @@ class FirstRunPage(QWidget):
             )
         self.download_button.setVisible(entry is not None)
 
+    def focus_first_choice(self) -> None:
+        """Give the keyboard to the first choice on show (Enter or Space picks it)."""
+        for button in (self.bundled_button, self.download_button, self.import_button):
+            if not button.isHidden():
+                button.setFocus(Qt.FocusReason.OtherFocusReason)
+                return
+
     def show_problem(self, text: str) -> None:
         """Say in one sentence why the last choice did not work (the choices stay as they are); "" hides it."""
         red = self.palette().color(QPalette.ColorRole.BrightText).name()  # the theme's error colour

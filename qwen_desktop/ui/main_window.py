@@ -148,6 +148,7 @@ class MainWindow(
         self.composer_box.draft_changed.connect(self._meter_throttle)
         self.composer_box.draft_changed.connect(self._restart_sweep_idle)
         self._update_controls()
+        self._focus_page()
         if load_model:
             if self.configured_model() is None:
                 self.load_configured_model()  # the welcome page, at once
@@ -227,6 +228,21 @@ class MainWindow(
         chatting = self.pages.currentWidget() is self.chat_view
         self.composer_box.setVisible(chatting)
         self.header.setVisible(chatting)
+        self._focus_page()
+
+    def _focus_page(self) -> None:
+        """Put the keyboard where the page on show starts: the message box on the conversation, so the first
+        question is typed with no click (Qt's picks, New chat or the conversation column, took the letters,
+        and New chat pressed itself on a space); the first choice on the welcome page. Left alone while it
+        is in the sidebar's search or list."""
+        focused = self.focusWidget()
+        in_sidebar = focused is not None and focused.isVisible() and self.sidebar.isAncestorOf(focused)
+        if in_sidebar and focused is not self.sidebar.new_button:
+            return
+        if self.pages.currentWidget() is self.chat_view:
+            self.composer.setFocus(Qt.FocusReason.OtherFocusReason)
+        else:
+            self.welcome.focus_first_choice()
 
     def _build_welcome(self) -> FirstRunPage:
         page = FirstRunPage()

@@ -30,6 +30,29 @@ def test_a_bundled_model_loads_on_a_fresh_home_and_answers_with_no_click(shipped
     assert not [p for p in (home / "models").iterdir() if p.is_dir()]  # nothing was imported
 
 
+def type_into_the_window(window, qtbot, text: str) -> None:
+    """Type ``text`` and press Enter as a user does after the window comes up: the keys go to whatever
+    widget has the keyboard, nothing is clicked first."""
+    from PySide6.QtWidgets import QApplication
+
+    window.activateWindow()
+    qtbot.waitUntil(window.isActiveWindow, timeout=5000)
+    qtbot.keyClicks(QApplication.focusWidget(), text)
+    assert window.composer.toPlainText() == text  # every letter reached the message box
+    qtbot.keyClick(QApplication.focusWidget(), Qt.Key.Key_Return)
+
+
+def test_a_bundled_model_answers_the_first_question_typed_with_no_click(shipped, home, make_window, qtbot):
+    # The keyboard was on New chat: the letters went nowhere and a space pressed it (the real window under
+    # Xvfb got "is 2+2?" from "What is 2+2?").
+    window = make_window()
+    qtbot.waitUntil(window.send_button.isEnabled, timeout=60000)
+    with qtbot.waitSignal(window.answer_finished, timeout=30000) as blocker:
+        type_into_the_window(window, qtbot, "What is 2+2?")
+    assert blocker.args[0].text
+    assert window.chat_view.views[0].message.content == "What is 2+2?"
+
+
 def test_the_models_page_shows_it_as_included_and_cannot_delete_it(shipped, home, qtbot):
     dialog = ModelsDialog(Settings(), home / "settings.json")
     qtbot.addWidget(dialog)
@@ -191,6 +214,27 @@ def test_one_click_opens_the_file_picker_and_the_window_ends_on_the_new_model(
     assert ready.args[0].folder == home / "models" / "tiny"
     assert values == sorted(values) and values[-1] == BAR_STEPS
     assert window.pages.currentWidget() is window.chat_view
+
+
+def test_after_an_import_from_the_first_run_page_the_first_question_is_typed_with_no_click(
+    make_window, home, tiny_gguf, qtbot, monkeypatch
+):
+    from PySide6.QtWidgets import QApplication, QFileDialog
+
+    monkeypatch.setattr(QFileDialog, "getOpenFileName", lambda *args, **kwargs: (str(tiny_gguf), ""))
+    window = make_window(wait_ready=False)
+    window.activateWindow()
+    qtbot.waitUntil(window.isActiveWindow, timeout=5000)
+    assert QApplication.focusWidget() is window.welcome.download_button  # the first choice; Space picks it
+    qtbot.mouseClick(window.welcome.import_button, Qt.MouseButton.LeftButton)
+    with qtbot.waitSignal(window.model_ready, timeout=120000):
+        pass
+    qtbot.waitUntil(lambda: not window.install_dialog.isVisible(), timeout=10000)
+    qtbot.waitUntil(window.send_button.isEnabled, timeout=60000)
+    with qtbot.waitSignal(window.answer_finished, timeout=30000) as blocker:
+        type_into_the_window(window, qtbot, "hello there")
+    assert blocker.args[0].text
+    assert window.chat_view.views[0].message.content == "hello there"
 
 
 def drop(window, target, path: Path) -> None:

@@ -1054,316 +1054,316 @@
 <context>
     <name>ModelsDialog</name>
     <message>
-        <location filename="../ui/models_dialog.py" line="122"/>
-        <location filename="../ui/models_dialog.py" line="123"/>
+        <location filename="../ui/models_dialog.py" line="138"/>
+        <location filename="../ui/models_dialog.py" line="139"/>
         <source>Models</source>
         <translation>模型</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="130"/>
+        <location filename="../ui/models_dialog.py" line="146"/>
         <source>Models folder:</source>
         <translation>模型文件夹：</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="132"/>
+        <location filename="../ui/models_dialog.py" line="148"/>
         <source>Models folder</source>
         <translation>模型文件夹</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="135"/>
+        <location filename="../ui/models_dialog.py" line="151"/>
         <source>Open folder</source>
         <translation>打开文件夹</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="136"/>
+        <location filename="../ui/models_dialog.py" line="152"/>
         <source>Open the models folder</source>
         <translation>打开模型文件夹</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="139"/>
+        <location filename="../ui/models_dialog.py" line="155"/>
         <source>Change folder…</source>
         <translation>更改文件夹…</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="140"/>
+        <location filename="../ui/models_dialog.py" line="156"/>
         <source>Change where models are stored</source>
         <translation>更改模型的存储位置</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="145"/>
+        <location filename="../ui/models_dialog.py" line="161"/>
         <source>Free disk space</source>
         <translation>可用磁盘空间</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="149"/>
-        <location filename="../ui/models_dialog.py" line="348"/>
+        <location filename="../ui/models_dialog.py" line="165"/>
+        <location filename="../ui/models_dialog.py" line="366"/>
         <source>Installed</source>
         <translation>已安装</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="153"/>
+        <location filename="../ui/models_dialog.py" line="169"/>
         <source>Default</source>
         <translation>默认</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="154"/>
-        <location filename="../ui/models_dialog.py" line="194"/>
+        <location filename="../ui/models_dialog.py" line="170"/>
+        <location filename="../ui/models_dialog.py" line="210"/>
         <source>Name</source>
         <translation>名称</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="155"/>
+        <location filename="../ui/models_dialog.py" line="171"/>
         <source>Precision</source>
         <translation>精度</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="156"/>
+        <location filename="../ui/models_dialog.py" line="172"/>
         <source>Size on disk</source>
         <translation>占用空间</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="157"/>
+        <location filename="../ui/models_dialog.py" line="173"/>
         <source>Source</source>
         <translation>来源</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="158"/>
+        <location filename="../ui/models_dialog.py" line="174"/>
         <source>Checksum</source>
         <translation>校验和</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="160"/>
+        <location filename="../ui/models_dialog.py" line="176"/>
         <source>Installed models</source>
         <translation>已安装的模型</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="167"/>
+        <location filename="../ui/models_dialog.py" line="183"/>
         <source>No model is installed yet: download one below, or import a file you already have.</source>
         <translation>尚未安装模型：请在下方下载，或导入已有的文件。</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="169"/>
+        <location filename="../ui/models_dialog.py" line="185"/>
         <source>No models yet</source>
         <translation>尚无模型</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="172"/>
+        <location filename="../ui/models_dialog.py" line="188"/>
         <source>Set as default</source>
         <translation>设为默认</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="173"/>
+        <location filename="../ui/models_dialog.py" line="189"/>
         <source>Make the selected model the default</source>
         <translation>将所选模型设为默认</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="176"/>
+        <location filename="../ui/models_dialog.py" line="192"/>
         <source>Delete…</source>
         <translation>删除…</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="177"/>
+        <location filename="../ui/models_dialog.py" line="193"/>
         <source>Delete the selected model</source>
         <translation>删除所选模型</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="181"/>
+        <location filename="../ui/models_dialog.py" line="197"/>
         <source>Import from disk…</source>
         <translation>从磁盘导入…</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="182"/>
+        <location filename="../ui/models_dialog.py" line="198"/>
         <source>Import a model from disk</source>
         <translation>从磁盘导入模型</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="184"/>
+        <location filename="../ui/models_dialog.py" line="200"/>
         <source>GGUF file…</source>
         <translation>GGUF 文件…</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="185"/>
+        <location filename="../ui/models_dialog.py" line="201"/>
         <source>Hugging Face folder or model folder…</source>
         <translation>Hugging Face 文件夹或模型文件夹…</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="191"/>
+        <location filename="../ui/models_dialog.py" line="207"/>
         <source>Available to download</source>
         <translation>可下载</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="194"/>
+        <location filename="../ui/models_dialog.py" line="210"/>
         <source>About</source>
         <translation>简介</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="194"/>
-        <location filename="../ui/models_dialog.py" line="355"/>
+        <location filename="../ui/models_dialog.py" line="210"/>
+        <location filename="../ui/models_dialog.py" line="373"/>
         <source>Download</source>
         <translation>下载</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="194"/>
+        <location filename="../ui/models_dialog.py" line="210"/>
         <source>Licence</source>
         <translation>许可证</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="195"/>
+        <location filename="../ui/models_dialog.py" line="211"/>
         <source>Models available to download</source>
         <translation>可下载的模型</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="202"/>
+        <location filename="../ui/models_dialog.py" line="220"/>
         <source>From the Hugging Face hub; nothing is fetched until you press Download. Each file is checked against the hub&apos;s SHA-256, then converted into a model folder here.</source>
         <translation>来自 Hugging Face 模型库；在点击“下载”之前不会获取任何内容。每个文件都会与模型库的 SHA-256 校验，然后在本机转换为模型文件夹。</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="208"/>
+        <location filename="../ui/models_dialog.py" line="226"/>
         <source>About downloads</source>
         <translation>关于下载</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="213"/>
+        <location filename="../ui/models_dialog.py" line="231"/>
         <source>Status</source>
         <translation>状态</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="219"/>
+        <location filename="../ui/models_dialog.py" line="237"/>
         <source>Close</source>
         <translation>关闭</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="228"/>
+        <location filename="../ui/models_dialog.py" line="246"/>
         <source>The catalogue cannot be read: %1</source>
         <translation>无法读取模型目录：%1</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="236"/>
+        <location filename="../ui/models_dialog.py" line="254"/>
         <source>Select all</source>
         <translation>全选</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="266"/>
+        <location filename="../ui/models_dialog.py" line="284"/>
         <source>%1 free on this disk</source>
         <translation>此磁盘可用 %1</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="274"/>
+        <location filename="../ui/models_dialog.py" line="292"/>
         <source>The models folder cannot be read: %1</source>
         <translation>无法读取模型文件夹：%1</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="286"/>
+        <location filename="../ui/models_dialog.py" line="304"/>
         <source>(in use)</source>
         <translation>（使用中）</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="288"/>
+        <location filename="../ui/models_dialog.py" line="306"/>
         <source>(broken: delete it or import it again)</source>
         <translation>（已损坏：请删除或重新导入）</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="292"/>
+        <location filename="../ui/models_dialog.py" line="310"/>
         <source>Included with the app</source>
         <translation>随应用附带</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="294"/>
+        <location filename="../ui/models_dialog.py" line="312"/>
         <source>Included with the app, in %1 (read-only: it cannot be deleted)</source>
         <translation>随应用附带，位于 %1（只读：不能删除）</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="297"/>
+        <location filename="../ui/models_dialog.py" line="315"/>
         <source>The default: opened when the app starts</source>
         <translation>默认：应用启动时打开</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="327"/>
+        <location filename="../ui/models_dialog.py" line="345"/>
         <source>imported from %1</source>
         <translation>从 %1 导入</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="330"/>
+        <location filename="../ui/models_dialog.py" line="348"/>
         <source>unknown (a folder found without an install record)</source>
         <translation>来源不明（该文件夹没有安装记录）</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="353"/>
+        <location filename="../ui/models_dialog.py" line="371"/>
         <source>Resume (%1 kept)</source>
         <translation>继续（已保留 %1）</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="358"/>
+        <location filename="../ui/models_dialog.py" line="376"/>
         <source>Download %1</source>
         <translation>下载 %1</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="396"/>
+        <location filename="../ui/models_dialog.py" line="415"/>
         <source>Included with the app: it is read-only and cannot be deleted</source>
         <translation>随应用附带：只读，不能删除</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="418"/>
+        <location filename="../ui/models_dialog.py" line="437"/>
         <source>%1 is now the default; the app switches to it when this window closes.</source>
         <translation>%1 现在是默认模型；关闭此窗口后应用将切换到它。</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="433"/>
+        <location filename="../ui/models_dialog.py" line="452"/>
         <source>Model in use</source>
         <translation>使用中的模型</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="435"/>
+        <location filename="../ui/models_dialog.py" line="454"/>
         <source>%1 is the model in use, so it is not deleted. Make another model the default (Set as default), close this window so the app switches to it, then delete this one.</source>
         <translation>%1 是正在使用的模型，因此不会被删除。请先将另一个模型设为默认（“设为默认”），关闭此窗口让应用切换过去，再删除此模型。</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="445"/>
+        <location filename="../ui/models_dialog.py" line="464"/>
         <source>Delete model</source>
         <translation>删除模型</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="447"/>
+        <location filename="../ui/models_dialog.py" line="466"/>
         <source>Delete %1? Its folder (%2, %3) is removed from disk. It can be downloaded or imported again.</source>
         <translation>删除 %1？其文件夹（%2，%3）将从磁盘中移除。之后可以重新下载或导入。</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="465"/>
+        <location filename="../ui/models_dialog.py" line="484"/>
         <source>Deleted %1.</source>
         <translation>已删除 %1。</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="476"/>
+        <location filename="../ui/models_dialog.py" line="495"/>
         <source>Where to store models</source>
         <translation>模型存储位置</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="488"/>
+        <location filename="../ui/models_dialog.py" line="507"/>
         <source>Models are now stored in %1. The models in %2 stay there (move them by hand if you like).</source>
         <translation>模型现在存储在 %1。%2 中的模型会留在原处（如需要可手动移动）。</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="494"/>
+        <location filename="../ui/models_dialog.py" line="513"/>
         <source>The setting could not be saved: %1</source>
         <translation>无法保存设置：%1</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="544"/>
+        <location filename="../ui/models_dialog.py" line="563"/>
         <source>Import a GGUF file</source>
         <translation>导入 GGUF 文件</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="544"/>
+        <location filename="../ui/models_dialog.py" line="563"/>
         <source>GGUF models (*.gguf)</source>
         <translation>GGUF 模型 (*.gguf)</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="551"/>
+        <location filename="../ui/models_dialog.py" line="570"/>
         <source>Import a model folder</source>
         <translation>导入模型文件夹</translation>
     </message>
     <message>
-        <location filename="../ui/models_dialog.py" line="556"/>
+        <location filename="../ui/models_dialog.py" line="575"/>
         <source>Installed %1.</source>
         <translation>已安装 %1。</translation>
     </message>
@@ -1992,44 +1992,59 @@
         <translation>对话未导出</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="1024"/>
+        <location filename="../ui/sidebar.py" line="1027"/>
         <source>Exported %1 chats to %2</source>
         <translation>已将 %1 个对话导出到 %2</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="1028"/>
+        <location filename="../ui/sidebar.py" line="1027"/>
+        <source>Exported 1 chat to %2</source>
+        <translation>已将 1 个对话导出到 %2</translation>
+    </message>
+    <message>
+        <location filename="../ui/sidebar.py" line="1033"/>
         <source>Some chats were left out</source>
         <translation>部分对话未导出</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="1029"/>
+        <location filename="../ui/sidebar.py" line="1034"/>
         <source>These chats are damaged and were not exported: %1</source>
         <translation>以下对话已损坏，未导出：%1</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="1040"/>
+        <location filename="../ui/sidebar.py" line="1045"/>
         <source>Import chats</source>
         <translation>导入对话</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="1042"/>
+        <location filename="../ui/sidebar.py" line="1047"/>
         <source>Chat export (*.json);;All files (*)</source>
         <translation>对话导出文件 (*.json);;所有文件 (*)</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="1050"/>
+        <location filename="../ui/sidebar.py" line="1055"/>
         <source>Nothing was imported</source>
         <translation>未导入任何内容</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="1053"/>
+        <location filename="../ui/sidebar.py" line="1060"/>
+        <source>Imported 1 chat</source>
+        <translation>已导入 1 个对话</translation>
+    </message>
+    <message>
+        <location filename="../ui/sidebar.py" line="1062"/>
         <source>Imported %1 chats</source>
         <translation>已导入 %1 个对话</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="1055"/>
+        <location filename="../ui/sidebar.py" line="1065"/>
         <source> (%1 were here already)</source>
         <translation>（%1 个已存在）</translation>
+    </message>
+    <message>
+        <location filename="../ui/sidebar.py" line="1065"/>
+        <source> (1 was here already)</source>
+        <translation>（1 个已存在）</translation>
     </message>
 </context>
 <context>

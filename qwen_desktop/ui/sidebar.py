@@ -1021,7 +1021,12 @@ class Sidebar(QWidget):
             self._problem(self.tr("The chats were not exported"), str(exc))
             return
         self.last_folder = path.parent
-        text = self.tr("Exported %1 chats to %2").replace("%1", str(result.chats)).replace("%2", str(path))
+        # one string per English form (Chinese has one form: both say the same); no English catalogue is
+        # installed to give Qt's %n plural its forms
+        exported = (
+            self.tr("Exported 1 chat to %2") if result.chats == 1 else self.tr("Exported %1 chats to %2")
+        )
+        text = exported.replace("%1", str(result.chats)).replace("%2", str(path))
         if result.damaged:
             left_out = ", ".join(f"“{reveal_bidi(t)}”" for t in result.damaged)
             self._problem(
@@ -1050,9 +1055,15 @@ class Sidebar(QWidget):
             self._problem(self.tr("Nothing was imported"), str(exc))
             return
         self.last_folder = path.parent
-        text = self.tr("Imported %1 chats").replace("%1", str(len(result.imported)))
-        if result.skipped:
-            text += self.tr(" (%1 were here already)").replace("%1", str(len(result.skipped)))
+        imported, skipped = len(result.imported), len(result.skipped)
+        text = (
+            self.tr("Imported 1 chat")
+            if imported == 1
+            else self.tr("Imported %1 chats").replace("%1", str(imported))
+        )
+        if skipped:
+            here = self.tr(" (1 was here already)") if skipped == 1 else self.tr(" (%1 were here already)")
+            text += here.replace("%1", str(skipped))
         self.refresh(self.current_id)
         emit(self.chats_changed)
         emit(self.notice, text)

@@ -371,6 +371,7 @@ def test_export_all_and_import_from_the_bottom_menu(window_with_chats, qtbot, mo
     from_chats_menu(qtbot, sidebar, "Export all chats…")
     data = json.loads(everything.read_text(encoding="utf-8"))
     assert sorted(c["title"] for c in data["conversations"]) == ["Also mine", "Mine"]
+    assert window.statusBar().currentMessage() == f"Exported 2 chats to {everything}"
 
     # a malformed file: the reason is shown and nothing changes
     bad = tmp_path / "bad.json"
@@ -391,10 +392,25 @@ def test_export_all_and_import_from_the_bottom_menu(window_with_chats, qtbot, mo
     opened["path"] = tmp_path / "laptop.json"
     from_chats_menu(qtbot, sidebar, "Import chats…")
     assert "From the laptop" in sidebar.titles()
-    assert "Imported 1 chats" in window.statusBar().currentMessage()
+    assert window.statusBar().currentMessage() == "Imported 1 chat"
     from_chats_menu(qtbot, sidebar, "Import chats…")
     assert len(window.store.list_conversations()) == 3
-    assert "1 were here already" in window.statusBar().currentMessage()
+    assert window.statusBar().currentMessage() == "Imported 0 chats (1 was here already)"
+    # one chat alone, exported from the menu: "1 chat"
+    window.store.delete_conversation(window.store.list_conversations()[0].id)
+    window.store.delete_conversation(window.store.list_conversations()[0].id)
+    one = tmp_path / "one.json"
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *a: (str(one), "Chat export (*.json)"))
+    from_chats_menu(qtbot, sidebar, "Export all chats…")
+    assert window.statusBar().currentMessage() == f"Exported 1 chat to {one}"
+    # and two from another computer, imported: "2 chats"
+    with ChatStore(tmp_path / "other2.sqlite3") as other:
+        for title in ("Laptop one", "Laptop two"):
+            other.add_message(other.create_conversation(title).id, "user", "hi")
+        export_json(other, tmp_path / "two.json")
+    opened["path"] = tmp_path / "two.json"
+    from_chats_menu(qtbot, sidebar, "Import chats…")
+    assert window.statusBar().currentMessage() == "Imported 2 chats"
 
 
 def test_models_and_settings_are_named_icon_buttons(window_with_chats):

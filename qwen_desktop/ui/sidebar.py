@@ -278,7 +278,11 @@ class ChatDelegate(QStyledItemDelegate):
             painter.setPen(palette.color(QPalette.ColorRole.Highlight))
             painter.setBrush(Qt.BrushStyle.NoBrush)
             painter.drawRoundedRect(row.adjusted(0, 0, -1, -1), 6, 6)
-        right = 10 + (self.view.more_button.width() + 4 if self.view.button_row() == index.row() else 0)
+        # room for the "⋯" only where it shows: hidden (the selected search result's, say) it keeps Qt's default
+        # width, 100 px, and the title would elide to a word
+        button = self.view.more_button
+        on_row = self.view.button_row() == index.row() and not button.isHidden()
+        right = 10 + (button.width() + 4 if on_row else 0)
         text_rect = row.adjusted(10, 0, -right, 0)
         text = palette.color(QPalette.ColorRole.Text)
         fm = QFontMetrics(option.font)

@@ -111,22 +111,22 @@
 <context>
     <name>ChatList</name>
     <message>
-        <location filename="../ui/sidebar.py" line="303"/>
+        <location filename="../ui/sidebar.py" line="307"/>
         <source>%1 matches</source>
         <translation>%1 处匹配</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="336"/>
+        <location filename="../ui/sidebar.py" line="340"/>
         <source>Chat title</source>
         <translation>对话标题</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="395"/>
+        <location filename="../ui/sidebar.py" line="399"/>
         <source>Chat actions</source>
         <translation>对话操作</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="396"/>
+        <location filename="../ui/sidebar.py" line="400"/>
         <source>Rename, pin, export or delete</source>
         <translation>重命名、置顶、导出或删除</translation>
     </message>
@@ -770,17 +770,17 @@
         <translation>下载 %1，然后在双核笔记本电脑上大约需要 %2 分钟准备。只有这一步会用到网络。</translation>
     </message>
     <message>
-        <location filename="../ui/first_run.py" line="220"/>
+        <location filename="../ui/first_run.py" line="227"/>
         <source>Choose a model file</source>
         <translation>选择模型文件</translation>
     </message>
     <message>
-        <location filename="../ui/first_run.py" line="222"/>
+        <location filename="../ui/first_run.py" line="229"/>
         <source>Model files (*.gguf);;All files (*)</source>
         <translation>模型文件 (*.gguf);;所有文件 (*)</translation>
     </message>
     <message>
-        <location filename="../ui/first_run.py" line="229"/>
+        <location filename="../ui/first_run.py" line="236"/>
         <source>Choose a model folder</source>
         <translation>选择模型文件夹</translation>
     </message>
@@ -806,22 +806,22 @@
         <translation>Qwen 桌面版</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="248"/>
+        <location filename="../ui/main_window.py" line="264"/>
         <source>New chat</source>
         <translation>新对话</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="251"/>
+        <location filename="../ui/main_window.py" line="267"/>
         <source>Settings</source>
         <translation>设置</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="198"/>
+        <location filename="../ui/main_window.py" line="199"/>
         <source>Editing notice</source>
         <translation>编辑提示</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="250"/>
+        <location filename="../ui/main_window.py" line="266"/>
         <source>Stop</source>
         <translation>停止</translation>
     </message>
@@ -831,17 +831,17 @@
         <translation>本次无法保存对话：%1</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="249"/>
+        <location filename="../ui/main_window.py" line="265"/>
         <source>Focus the message box</source>
         <translation>转到输入框</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="252"/>
+        <location filename="../ui/main_window.py" line="268"/>
         <source>Copy the last answer</source>
         <translation>复制最后一条回答</translation>
     </message>
     <message>
-        <location filename="../ui/main_window.py" line="337"/>
+        <location filename="../ui/main_window.py" line="353"/>
         <source>Applying settings…</source>
         <translation>正在应用设置…</translation>
     </message>
@@ -1776,245 +1776,260 @@
         <translation>更早</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="535"/>
-        <location filename="../ui/sidebar.py" line="537"/>
+        <location filename="../ui/sidebar.py" line="539"/>
+        <location filename="../ui/sidebar.py" line="541"/>
         <source>New chat</source>
         <translation>新对话</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="538"/>
+        <location filename="../ui/sidebar.py" line="542"/>
         <source>Start a new chat (Ctrl+N)</source>
         <translation>开始新对话 (Ctrl+N)</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="544"/>
-        <location filename="../ui/sidebar.py" line="551"/>
-        <location filename="../ui/sidebar.py" line="618"/>
+        <location filename="../ui/sidebar.py" line="548"/>
+        <location filename="../ui/sidebar.py" line="555"/>
+        <location filename="../ui/sidebar.py" line="622"/>
         <source>Search chats</source>
         <translation>搜索对话</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="545"/>
-        <location filename="../ui/sidebar.py" line="548"/>
+        <location filename="../ui/sidebar.py" line="549"/>
+        <location filename="../ui/sidebar.py" line="552"/>
         <source>Search chats (Ctrl+K)</source>
         <translation>搜索对话 (Ctrl+K)</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="553"/>
+        <location filename="../ui/sidebar.py" line="557"/>
         <source>Clear the search</source>
         <translation>清除搜索</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="565"/>
-        <location filename="../ui/sidebar.py" line="584"/>
+        <location filename="../ui/sidebar.py" line="569"/>
+        <location filename="../ui/sidebar.py" line="588"/>
         <source>Chats</source>
         <translation>对话</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="567"/>
+        <location filename="../ui/sidebar.py" line="571"/>
         <source>Search results</source>
         <translation>搜索结果</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="577"/>
+        <location filename="../ui/sidebar.py" line="581"/>
         <source>Search result</source>
         <translation>搜索结果</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="583"/>
+        <location filename="../ui/sidebar.py" line="587"/>
         <source>No chats yet. What you ask starts one, and it shows here.</source>
         <translation>还没有对话。你的第一个问题会开始一个对话，并显示在这里。</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="596"/>
+        <location filename="../ui/sidebar.py" line="600"/>
         <source>Models</source>
         <translation>模型</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="596"/>
+        <location filename="../ui/sidebar.py" line="600"/>
         <source>Models: download, import, choose</source>
         <translation>模型：下载、导入、选择</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="598"/>
+        <location filename="../ui/sidebar.py" line="602"/>
         <source>Settings</source>
         <translation>设置</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="598"/>
+        <location filename="../ui/sidebar.py" line="602"/>
         <source>Settings (Ctrl+,)</source>
         <translation>设置 (Ctrl+,)</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="601"/>
-        <location filename="../ui/sidebar.py" line="604"/>
+        <location filename="../ui/sidebar.py" line="605"/>
+        <location filename="../ui/sidebar.py" line="608"/>
         <source>Import and export chats</source>
         <translation>导入和导出对话</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="605"/>
+        <location filename="../ui/sidebar.py" line="609"/>
         <source>Export all chats…</source>
         <translation>导出全部对话…</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="607"/>
+        <location filename="../ui/sidebar.py" line="611"/>
         <source>Import chats…</source>
         <translation>导入对话…</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="786"/>
+        <location filename="../ui/sidebar.py" line="790"/>
         <source>The chats cannot be searched: %1</source>
         <translation>无法搜索对话：%1</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="809"/>
+        <location filename="../ui/sidebar.py" line="813"/>
         <source>The title matches</source>
         <translation>标题匹配</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="832"/>
+        <location filename="../ui/sidebar.py" line="836"/>
         <source>No chat contains “%1”.</source>
         <translation>没有对话包含“%1”。</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="871"/>
+        <location filename="../ui/sidebar.py" line="875"/>
         <source>Chat actions</source>
         <translation>对话操作</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="872"/>
+        <location filename="../ui/sidebar.py" line="876"/>
         <source>Rename</source>
         <translation>重命名</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="873"/>
+        <location filename="../ui/sidebar.py" line="877"/>
         <source>Unpin</source>
         <translation>取消置顶</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="873"/>
+        <location filename="../ui/sidebar.py" line="877"/>
         <source>Pin</source>
         <translation>置顶</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="874"/>
+        <location filename="../ui/sidebar.py" line="878"/>
         <source>Export…</source>
         <translation>导出…</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="876"/>
+        <location filename="../ui/sidebar.py" line="880"/>
         <source>Delete…</source>
         <translation>删除…</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="923"/>
+        <location filename="../ui/sidebar.py" line="927"/>
         <source>The chat could not be changed</source>
         <translation>无法修改对话</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="939"/>
+        <location filename="../ui/sidebar.py" line="943"/>
         <source>Delete conversation</source>
         <translation>删除对话</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="940"/>
+        <location filename="../ui/sidebar.py" line="944"/>
         <source>Delete “%1” and all its messages? This cannot be undone.</source>
         <translation>删除“%1”及其全部消息？此操作无法撤销。</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="947"/>
+        <location filename="../ui/sidebar.py" line="951"/>
         <source>Delete</source>
         <translation>删除</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="948"/>
+        <location filename="../ui/sidebar.py" line="952"/>
         <source>Delete the conversation</source>
         <translation>删除该对话</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="958"/>
+        <location filename="../ui/sidebar.py" line="962"/>
         <source>The chat could not be deleted</source>
         <translation>无法删除对话</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="977"/>
+        <location filename="../ui/sidebar.py" line="981"/>
         <source>Markdown (*.md)</source>
         <translation>Markdown (*.md)</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="978"/>
+        <location filename="../ui/sidebar.py" line="982"/>
         <source>JSON, every version (*.json)</source>
         <translation>JSON，包含所有版本 (*.json)</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="981"/>
+        <location filename="../ui/sidebar.py" line="985"/>
         <source>Export chat</source>
         <translation>导出对话</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="997"/>
+        <location filename="../ui/sidebar.py" line="1001"/>
         <source>The chat was not exported</source>
         <translation>对话未导出</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="1002"/>
+        <location filename="../ui/sidebar.py" line="1006"/>
         <source>Exported “%1” to %2</source>
         <translation>已将“%1”导出到 %2</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="1011"/>
+        <location filename="../ui/sidebar.py" line="1015"/>
         <source>Export all chats</source>
         <translation>导出全部对话</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="1011"/>
+        <location filename="../ui/sidebar.py" line="1015"/>
         <source>Chat export (*.json)</source>
         <translation>对话导出文件 (*.json)</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="1021"/>
+        <location filename="../ui/sidebar.py" line="1025"/>
         <source>The chats were not exported</source>
         <translation>对话未导出</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="1024"/>
+        <location filename="../ui/sidebar.py" line="1031"/>
         <source>Exported %1 chats to %2</source>
         <translation>已将 %1 个对话导出到 %2</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="1028"/>
+        <location filename="../ui/sidebar.py" line="1031"/>
+        <source>Exported 1 chat to %2</source>
+        <translation>已将 1 个对话导出到 %2</translation>
+    </message>
+    <message>
+        <location filename="../ui/sidebar.py" line="1037"/>
         <source>Some chats were left out</source>
         <translation>部分对话未导出</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="1029"/>
+        <location filename="../ui/sidebar.py" line="1038"/>
         <source>These chats are damaged and were not exported: %1</source>
         <translation>以下对话已损坏，未导出：%1</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="1040"/>
+        <location filename="../ui/sidebar.py" line="1049"/>
         <source>Import chats</source>
         <translation>导入对话</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="1042"/>
+        <location filename="../ui/sidebar.py" line="1051"/>
         <source>Chat export (*.json);;All files (*)</source>
         <translation>对话导出文件 (*.json);;所有文件 (*)</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="1050"/>
+        <location filename="../ui/sidebar.py" line="1059"/>
         <source>Nothing was imported</source>
         <translation>未导入任何内容</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="1053"/>
+        <location filename="../ui/sidebar.py" line="1064"/>
+        <source>Imported 1 chat</source>
+        <translation>已导入 1 个对话</translation>
+    </message>
+    <message>
+        <location filename="../ui/sidebar.py" line="1066"/>
         <source>Imported %1 chats</source>
         <translation>已导入 %1 个对话</translation>
     </message>
     <message>
-        <location filename="../ui/sidebar.py" line="1055"/>
+        <location filename="../ui/sidebar.py" line="1069"/>
         <source> (%1 were here already)</source>
         <translation>（%1 个已存在）</translation>
+    </message>
+    <message>
+        <location filename="../ui/sidebar.py" line="1069"/>
+        <source> (1 was here already)</source>
+        <translation>（1 个已存在）</translation>
     </message>
 </context>
 <context>

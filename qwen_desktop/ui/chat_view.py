@@ -488,6 +488,10 @@ class ChatView(QScrollArea):
             views.append(view)
         for view in old.values():
             self._layout.removeWidget(view)
+            # hidden at once: deleted only when the event loop runs, it would stay in Tab's way until then.
+            # (The new views show from the event loop, once placed: shown here, unplaced, they would take the
+            # pointer's enter and show their actions unasked.)
+            view.hide()
             view.deleteLater()
         for index, view in enumerate(views):
             # your messages are bubbles on the right, answers take the column's width

@@ -278,7 +278,11 @@ class ChatDelegate(QStyledItemDelegate):
             painter.setPen(palette.color(QPalette.ColorRole.Highlight))
             painter.setBrush(Qt.BrushStyle.NoBrush)
             painter.drawRoundedRect(row.adjusted(0, 0, -1, -1), 6, 6)
-        right = 10 + (self.view.more_button.width() + 4 if self.view.button_row() == index.row() else 0)
+        # room for the "⋯" only where it shows: hidden (the selected search result's, say) it keeps Qt's default
+        # width, 100 px, and the title would elide to a word
+        button = self.view.more_button
+        on_row = self.view.button_row() == index.row() and not button.isHidden()
+        right = 10 + (button.width() + 4 if on_row else 0)
         text_rect = row.adjusted(10, 0, -right, 0)
         text = palette.color(QPalette.ColorRole.Text)
         fm = QFontMetrics(option.font)
@@ -1021,7 +1025,12 @@ class Sidebar(QWidget):
             self._problem(self.tr("The chats were not exported"), str(exc))
             return
         self.last_folder = path.parent
-        text = self.tr("Exported %1 chats to %2").replace("%1", str(result.chats)).replace("%2", str(path))
+        # one string per English form (Chinese has one form: both say the same); no English catalogue is
+        # installed to give Qt's %n plural its forms
+        exported = (
+            self.tr("Exported 1 chat to %2") if result.chats == 1 else self.tr("Exported %1 chats to %2")
+        )
+        text = exported.replace("%1", str(result.chats)).replace("%2", str(path))
         if result.damaged:
             left_out = ", ".join(f"“{reveal_bidi(t)}”" for t in result.damaged)
             self._problem(
@@ -1050,9 +1059,15 @@ class Sidebar(QWidget):
             self._problem(self.tr("Nothing was imported"), str(exc))
             return
         self.last_folder = path.parent
-        text = self.tr("Imported %1 chats").replace("%1", str(len(result.imported)))
-        if result.skipped:
-            text += self.tr(" (%1 were here already)").replace("%1", str(len(result.skipped)))
+        imported, skipped = len(result.imported), len(result.skipped)
+        text = (
+            self.tr("Imported 1 chat")
+            if imported == 1
+            else self.tr("Imported %1 chats").replace("%1", str(imported))
+        )
+        if skipped:
+            here = self.tr(" (1 was here already)") if skipped == 1 else self.tr(" (%1 were here already)")
+            text += here.replace("%1", str(skipped))
         self.refresh(self.current_id)
         emit(self.chats_changed)
         emit(self.notice, text)

@@ -187,3 +187,61 @@ def test_shift_tab_walks_back_the_exact_reverse_of_tab(ready_window, qtbot):
         backward.append(QApplication.focusWidget())
     described = [f"{type(w).__name__} {w.accessibleName()!r}" for w in backward]
     assert backward == forward[::-1], described
+
+
+def test_tab_after_switching_chats_walks_the_chat_on_show(
+    settings_for, make_window, tiny_model_dir, home, qtbot
+):
+    from tests.ui.test_sidebar import click_row, make_chats
+
+    ids = make_chats(
+        home,
+        [
+            ("Left behind", 1, False, ["First chat's question", "First chat's answer"]),
+            ("Now shown", 0, False, ["Second chat's question", "Second chat's answer", "More?", "More."]),
+        ],
+    )
+    settings_for(model_path=str(tiny_model_dir))
+    window = make_window()
+    sidebar = window.sidebar
+    click_row(qtbot, sidebar.item_of(ids[0]))
+    qtbot.waitUntil(lambda: window.conversation_id == ids[0])
+    qtbot.waitUntil(lambda: all(v.isVisible() for v in window.chat_view.views))
+    left = list(window.chat_view.views)
+    qtbot.mouseMove(window.composer)  # the pointer away from the messages: their actions stay quiet
+    click_row(qtbot, sidebar.item_of(ids[1]))  # the real click on the other chat's row
+    assert window.conversation_id == ids[1]
+    shown = list(window.chat_view.views)
+    assert [v.text for v in shown] == ["Second chat's question", "Second chat's answer", "More?", "More."]
+    # at once, before the event loop runs: the chat left is hidden, and Tab from the message box never lands
+    # on it (deleted only from the event loop, it was still in Tab's way)
+    assert not any(v.isVisible() for v in left)
+    click(qtbot, window.composer.viewport())
+    assert window.composer.hasFocus()
+    for _ in range(60):
+        qtbot.keyClick(QApplication.focusWidget(), Qt.Key.Key_Tab)
+        widget = QApplication.focusWidget()
+        assert not any(widget is v or v.isAncestorOf(widget) for v in left), widget.accessibleName()
+        if widget is window.composer:
+            break
+    # the new chat's views show from the event loop, placed, their actions still quiet
+    qtbot.waitUntil(lambda: all(v.isVisible() for v in shown))
+    assert not any(v.action_bar.isVisible() for v in shown)
+    # Tab from the message box walks the new chat's messages, their text and actions, and only visible widgets
+    click(qtbot, window.composer.viewport())
+    assert window.composer.hasFocus()
+    order = []
+    for _ in range(60):
+        qtbot.keyClick(QApplication.focusWidget(), Qt.Key.Key_Tab)
+        widget = QApplication.focusWidget()
+        order.append(widget)
+        assert widget.isVisible(), (
+            f"Tab landed on a hidden {type(widget).__name__} {widget.accessibleName()!r}"
+        )
+        if widget is window.composer:
+            break
+    assert order[-1] is window.composer
+    reached = [v for v in shown if any(w is v.body for w in order)]
+    assert reached == shown
+    actions = {w.accessibleName() for v in shown for w in v.action_bar.findChildren(QWidget) if w in order}
+    assert {"Copy message", "Edit and resend", "Regenerate"} <= actions, actions

@@ -9,8 +9,9 @@ import time
 
 import pytest
 from PySide6.QtCore import QPoint, Qt, QTimer
+from PySide6.QtGui import QImage, QPainter
 from PySide6.QtTest import QTest
-from PySide6.QtWidgets import QApplication, QFileDialog, QLineEdit, QMenu
+from PySide6.QtWidgets import QApplication, QFileDialog, QLineEdit, QMenu, QStyle, QStyleOptionViewItem
 
 from qwen_desktop.storage.chats import HIT_END, HIT_START, ChatStore
 from qwen_desktop.storage.export import export_json
@@ -242,6 +243,68 @@ def test_search_with_no_match_says_so_and_enter_opens_the_first_hit(window_with_
     assert sidebar.search.text() == "" and sidebar.chat_list.isVisible()
 
 
+def test_a_long_title_in_the_search_results_elides_with_a_tooltip_also_selected(
+    window_with_chats, qtbot, tmp_path
+):
+    title = "Sourdough starter notes from the long weekend and every feeding schedule we tried since spring"
+    window, ids = window_with_chats(
+        [
+            (
+                title,
+                3,
+                False,
+                ["How often do I feed the sourdough?", "Twice a day.", "sourdough again", "Yes."],
+            ),
+            ("Other", 0, False, ["sourdough once", "ok"]),
+        ]
+    )
+    sidebar = window.sidebar
+    sidebar.search.setFocus()
+    qtbot.keyClicks(sidebar.search, "sourdough")
+    qtbot.waitUntil(lambda: sidebar.results_list.isVisible() and sidebar.results_list.count() == 2)
+    view = sidebar.results_list
+    result = sidebar.item_of(ids[0], results=True)
+    assert result.toolTip() == title
+    click_row(qtbot, result)  # opens the chat; the result is the selected one
+    result = sidebar.item_of(ids[0], results=True)  # the results are listed again, the chat's selected
+    assert result.toolTip() == title
+    assert window.conversation_id == ids[0] and result.isSelected()
+    qtbot.wait(50)
+    picture = tmp_path / "search-long-title.png"  # looked at by eye once: the title ends in "…"
+    assert sidebar.grab().save(str(picture))
+    # the row draws within the list, its title short of the "⋯" button and "N matches", ending in "…"
+    rect = view.visualItemRect(result)
+    assert view.horizontalScrollBar().maximum() == 0 and rect.right() < view.viewport().width()
+    painted = []
+    delegate = view.itemDelegate()
+
+    class Recorder(QPainter):
+        def drawText(self, *args):  # Qt's name: what the row draws, and where
+            painted.append(args)
+            super().drawText(*args)
+
+    image = QImage(rect.size(), QImage.Format.Format_ARGB32)
+    recorder = Recorder(image)
+    option = QStyleOptionViewItem()
+    view.initViewItemOption(option)
+    option.rect = rect.translated(-rect.left(), -rect.top())
+    option.state |= QStyle.StateFlag.State_Selected
+    delegate.paint(recorder, option, view.indexFromItem(result))
+    recorder.end()
+    texts = [a[-1] for a in painted if isinstance(a[-1], str)]
+    drawn_title = next(t for t in texts if t.startswith("Sour"))
+    boxes = {a[-1]: a[0] for a in painted if isinstance(a[-1], str)}
+    button = view.more_button
+    room = rect.width() - 4 - 10 - (button.width() + 4 if button.isVisible() else 0)  # the row's text room
+    assert drawn_title.endswith("…") and drawn_title.startswith("Sourdough starter"), drawn_title
+    assert boxes["2 matches"].right() >= room - 2  # "N matches" at the row's right, short of the "⋯"
+    assert boxes["2 matches"].right() <= room + 1 and boxes[drawn_title].right() <= room + 1
+    # under the pointer the "⋯" shows on the row, the title and "N matches" short of it
+    QTest.mouseMove(view.viewport(), rect.center())
+    qtbot.waitUntil(view.more_button.isVisible)
+    assert sidebar.grab().save(str(tmp_path / "search-long-title-hovered.png"))
+
+
 def test_search_finds_a_chat_by_its_title_when_no_message_has_the_words(window_with_chats, qtbot):
     # a chat renamed "Holiday plans" was not found by "holiday": only messages were searched
     window, ids = window_with_chats(
@@ -371,6 +434,7 @@ def test_export_all_and_import_from_the_bottom_menu(window_with_chats, qtbot, mo
     from_chats_menu(qtbot, sidebar, "Export all chats…")
     data = json.loads(everything.read_text(encoding="utf-8"))
     assert sorted(c["title"] for c in data["conversations"]) == ["Also mine", "Mine"]
+    assert window.statusBar().currentMessage() == f"Exported 2 chats to {everything}"
 
     # a malformed file: the reason is shown and nothing changes
     bad = tmp_path / "bad.json"
@@ -391,10 +455,25 @@ def test_export_all_and_import_from_the_bottom_menu(window_with_chats, qtbot, mo
     opened["path"] = tmp_path / "laptop.json"
     from_chats_menu(qtbot, sidebar, "Import chats…")
     assert "From the laptop" in sidebar.titles()
-    assert "Imported 1 chats" in window.statusBar().currentMessage()
+    assert window.statusBar().currentMessage() == "Imported 1 chat"
     from_chats_menu(qtbot, sidebar, "Import chats…")
     assert len(window.store.list_conversations()) == 3
-    assert "1 were here already" in window.statusBar().currentMessage()
+    assert window.statusBar().currentMessage() == "Imported 0 chats (1 was here already)"
+    # one chat alone, exported from the menu: "1 chat"
+    window.store.delete_conversation(window.store.list_conversations()[0].id)
+    window.store.delete_conversation(window.store.list_conversations()[0].id)
+    one = tmp_path / "one.json"
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *a: (str(one), "Chat export (*.json)"))
+    from_chats_menu(qtbot, sidebar, "Export all chats…")
+    assert window.statusBar().currentMessage() == f"Exported 1 chat to {one}"
+    # and two from another computer, imported: "2 chats"
+    with ChatStore(tmp_path / "other2.sqlite3") as other:
+        for title in ("Laptop one", "Laptop two"):
+            other.add_message(other.create_conversation(title).id, "user", "hi")
+        export_json(other, tmp_path / "two.json")
+    opened["path"] = tmp_path / "two.json"
+    from_chats_menu(qtbot, sidebar, "Import chats…")
+    assert window.statusBar().currentMessage() == "Imported 2 chats"
 
 
 def test_models_and_settings_are_named_icon_buttons(window_with_chats):

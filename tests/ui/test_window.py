@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import itertools
 import os
+import subprocess
+import sys
 
 import pytest
 from PySide6.QtCore import Qt, QTimer
@@ -475,9 +477,6 @@ def test_settings_import_is_the_models_page_import(ready_window, qtbot, tiny_ggu
 
 
 def test_run_app_opens_the_window_offline_and_exits_cleanly(home, tiny_model_dir, settings_for):
-    import subprocess
-    import sys
-
     settings_for(model_path=str(tiny_model_dir))
     code = (
         "import socket\n"
@@ -508,6 +507,69 @@ def test_run_app_opens_the_window_offline_and_exits_cleanly(home, tiny_model_dir
     assert r.returncode == 0, r.stderr[-2000:]
     assert "shown: ['Qwen Desktop']" in r.stdout
     assert "network: []" in r.stdout, "nothing may touch the network at start-up"
+
+
+def test_closing_the_app_mid_answer_leaves_no_error_and_keeps_the_answer(
+    settings_for, tiny_model_dir, home, tmp_path
+):
+    """The real app in its own process, as a user runs it: type, Enter, close the window while the answer is
+    written. Nothing may go wrong on the way out (a slot of a deleted object, a thread left running), which
+    only shows on stderr, after the test's own checks in this process would have passed."""
+    settings_for(
+        model_path=str(never_stopping_copy(tiny_model_dir, tmp_path)),
+        temperature=0.0,
+        max_tokens=5000,
+        context_limit=16384,
+    )
+    code = (
+        "import sys\n"
+        "from PySide6.QtCore import Qt, QTimer\n"
+        "from PySide6.QtTest import QTest\n"
+        "from PySide6.QtWidgets import QApplication\n"
+        "from qwen_desktop.ui.main_window import MainWindow\n"
+        "app = QApplication([])\n"
+        "def start():\n"
+        "    window = next(w for w in app.topLevelWidgets() if isinstance(w, MainWindow))\n"
+        "    if window.model_info is None:\n"
+        "        QTimer.singleShot(50, start)\n"
+        "        return\n"
+        "    QTest.keyClicks(window.composer, 'Keep going')\n"
+        "    QTest.keyClick(window.composer, Qt.Key.Key_Return)\n"
+        "    def close_when_written():\n"
+        "        view = window.chat_view.view_of(window.streaming_id) if window.streaming_id else None\n"
+        "        if view is None or len(view.text) < 20:\n"
+        "            QTimer.singleShot(10, close_when_written)\n"
+        "            return\n"
+        "        print('closing at', len(view.text), 'characters, streaming', window.streaming_id, flush=True)\n"
+        "        window.close()  # what the title bar's close button does: closeEvent, then the app quits\n"
+        "    close_when_written()\n"
+        "QTimer.singleShot(0, start)\n"
+        "from qwen_desktop.ui.app import run_app\n"
+        "raise SystemExit(run_app())\n"
+    )
+    env = os.environ | {"QWEN_DESKTOP_HOME": str(home), "QT_QPA_PLATFORM": "offscreen"}
+    r = subprocess.run(
+        [sys.executable, "-X", "dev", "-c", code],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "closing at" in r.stdout, r.stdout + r.stderr[-2000:]
+    problems = [
+        line
+        for line in r.stderr.splitlines()
+        if line.strip() and "This plugin does not support" not in line  # offscreen Qt's, for any window
+    ]
+    assert problems == [], r.stderr[-3000:]
+    message_id = int(r.stdout.split("streaming")[-1].split()[0])
+    with ChatStore(home / "chats.sqlite3") as store:
+        answer = store.get_message(message_id)
+        chat = store.path(answer.conversation_id)
+    assert [m.role for m in chat] == ["user", "assistant"] and chat[0].content == "Keep going"
+    assert answer.status == "cancelled" and len(answer.content) >= 20  # the partial answer, kept
 
 
 def test_an_unusable_database_still_opens_the_window(settings_for, make_window, home, tiny_model_dir, qtbot):

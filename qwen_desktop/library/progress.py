@@ -57,6 +57,10 @@ BUILD_PHASES = (READ, CALIBRATE, QUANTIZE, WRITE, PREFILL, WRITE_PREFILL, HEAD, 
 SETTLE_SECONDS = 2.0  # no time-left estimate before this much time has passed
 PRIOR_SECONDS = 4.0  # measured work (reference seconds) that weighs as much as the prior ratio of 1
 SMOOTHING = 0.3  # share of a new estimate in the time left shown
+# Between reports a phase counts as done in proportion to the time it has run against the time it should
+# take here (its cost times the machine's ratio so far), up to this share: a phase that reports once (the
+# output head, writing a graph) moves the bar and the time left instead of holding them for many seconds.
+CREEP_CAP = 0.9
 LOAD_STEPS = {LoadPhase.READ_FOLDER: 0.05, LoadPhase.OPEN_GRAPHS: 0.15, LoadPhase.WARM_UP: 0.8}
 
 
@@ -219,15 +223,27 @@ class InstallProgress:
         """The fraction, phase, elapsed time and time left now."""
         now = self._now(now)
         elapsed = now - (self.started if self.started is not None else now)
-        fraction = self._fraction()
+        fraction = self._fraction(self._done_by(now))
         self.best = max(self.best, fraction)
         self._last = ProgressState(self.best, self.phase, elapsed, self._remaining(now, elapsed))
         return self._last
 
-    def _fraction(self) -> float:
+    def _fraction(self, done: float) -> float:
         total = sum(self.cost.values())
         before = sum(self.cost[p] for p in self.plan[: self.index])
-        return _unit((before + self.cost[self.phase] * self.done) / total)
+        return _unit((before + self.cost[self.phase] * done) / total)
+
+    def _ratio(self, seconds: float, work: float) -> float:
+        """Measured seconds per reference second, starting from 1 (``PRIOR_SECONDS`` of prior work)."""
+        return (seconds + PRIOR_SECONDS) / (work + PRIOR_SECONDS)
+
+    def _done_by(self, now: float) -> float:
+        """The current phase's fraction: its last report, or the share of its expected time that has
+        passed (at most ``CREEP_CAP``) when that is more. A download goes by its bytes only."""
+        if self.phase == FETCH or self.done >= 1.0:
+            return self.done
+        expected = self.cost[self.phase] * self._ratio(self._work_seconds, self._work_done)
+        return max(self.done, min(CREEP_CAP, (now - self._phase_started) / expected))
 
     def _remaining(self, now: float, elapsed: float) -> float | None:
         if self.done >= 1.0 and self.index == len(self.plan) - 1:
@@ -237,17 +253,18 @@ class InstallProgress:
         phase = self.phase
         if phase == FETCH and self.fetch_left is None:
             return None
-        if self._shown is not None and (now, self.index, self.done) == self._shown_key:
+        done = self._done_by(now)
+        if self._shown is not None and (now, self.index, done) == self._shown_key:
             return self._shown  # asked again with nothing new: the same answer
         # How fast this machine works against the measuring one: measured seconds per reference second over
         # the work done so far (not the download), starting from 1.
         seconds, work = self._work_seconds, self._work_done
         if phase != FETCH:
             seconds += now - self._phase_started
-            work += self.cost[phase] * self.done
-        ratio = (seconds + PRIOR_SECONDS) / (work + PRIOR_SECONDS)
+            work += self.cost[phase] * done
+        ratio = self._ratio(seconds, work)
         later = sum(self.cost[p] for p in self.plan[self.index + 1 :] if p != FETCH) * ratio
-        own = self.cost[phase] * (1.0 - self.done) * ratio
+        own = self.cost[phase] * (1.0 - done) * ratio
         current = (self.fetch_left or 0.0) if phase == FETCH else own
         estimate = max(0.0, current + later)
         if self._shown is None:
@@ -256,7 +273,7 @@ class InstallProgress:
             ticking = max(0.0, self._shown - (now - self._shown_at))  # the last estimate, counted down
             shown = ticking + SMOOTHING * (estimate - ticking)
         self._shown, self._shown_at = shown, now
-        self._shown_key = (now, self.index, self.done)
+        self._shown_key = (now, self.index, done)
         return shown
 
     # ----------------------------------------------------------------- helpers

@@ -142,6 +142,28 @@ def test_time_left_settles_near_the_truth_on_a_machine_twice_as_slow():
     assert max(jumps) < 5.0
 
 
+def test_a_phase_that_reports_once_still_moves_the_bar_and_the_time_left():
+    """The output head reports only its start (many seconds on a slow machine): between reports the bar
+    creeps by the time the phase should take, never past the next phase's start, and the time left counts
+    down instead of standing still."""
+    plan = build_plan()
+    progress = InstallProgress(plan)
+    head = plan.index(p.HEAD)
+    start = sum(PHASE_SECONDS[x] for x in plan[:head])  # this machine as fast as the measuring one
+    progress.update(p.READ, 0.0, 0.0)
+    progress.update(p.HEAD, 0.0, start)
+    total = sum(PHASE_SECONDS[x] for x in plan)
+    end_of_head = (start + PHASE_SECONDS[p.HEAD]) / total
+    seen = [progress.state(start + t) for t in range(3 * int(PHASE_SECONDS[p.HEAD]))]
+    fractions = [s.fraction for s in seen]
+    assert fractions == sorted(fractions) and fractions[-1] > fractions[0]
+    assert fractions[-1] < end_of_head  # holds below the next phase however long the phase takes
+    assert fractions[len(fractions) // 6] > fractions[0]  # and moves within its first seconds
+    lefts = [s.remaining for s in seen[: int(PHASE_SECONDS[p.HEAD] * 0.8)]]
+    assert lefts[-1] < lefts[0] - 0.5 * PHASE_SECONDS[p.HEAD]  # counting down while the head is fitted
+    assert progress.update(p.VERIFY, 0.0, start + 40).fraction >= fractions[-1]  # then on from there
+
+
 def test_the_download_cost_becomes_its_own_estimate():
     progress = InstallProgress(download_plan("gguf"))
     assert progress.download(0, 1000, None, 0.0).remaining is None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -128,3 +129,22 @@ def shipped(tmp_path, tiny_model_dir, monkeypatch) -> Path:
     shutil.copytree(tiny_model_dir, root / "tiny-bundled")
     monkeypatch.setenv(BUNDLED_ENV, str(root))
     return root
+
+
+@pytest.fixture
+def paced_model(monkeypatch):
+    """Make every pass of the model take at least ``seconds`` (the real model still computes it): the tiny
+    model writes thousands of tokens a second on a quiet machine, so a test that watches an answer being
+    written (renders, status updates) gives it a pace a real model has instead of racing it."""
+    from qwen_desktop.engine.session import OnnxModel
+
+    def pace(seconds: float) -> None:
+        forward = OnnxModel.forward
+
+        def paced(self, ids, keep=1):
+            time.sleep(seconds)
+            return forward(self, ids, keep)
+
+        monkeypatch.setattr(OnnxModel, "forward", paced)
+
+    return pace

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 
@@ -54,25 +53,6 @@ def make_window(qtbot, home):
     for window in opened:
         if not window._closing:
             window.close()
-
-
-@pytest.fixture
-def paced_model(monkeypatch):
-    """Make every pass of the model take at least ``seconds`` (the real model still computes it): the tiny
-    model writes thousands of tokens a second on a quiet machine, so a test that watches an answer being
-    written (renders, status updates) gives it a pace a real model has instead of racing it."""
-    from qwen_desktop.engine.session import OnnxModel
-
-    def pace(seconds: float) -> None:
-        forward = OnnxModel.forward
-
-        def paced(self, ids, keep=1):
-            time.sleep(seconds)
-            return forward(self, ids, keep)
-
-        monkeypatch.setattr(OnnxModel, "forward", paced)
-
-    return pace
 
 
 @pytest.fixture

@@ -162,6 +162,15 @@ class FirstRunPage(QWidget):
         self.more_button.clicked.connect(lambda: emit(self.more_chosen))
         row.addWidget(self.more_button)
         layout.addLayout(row)
+        # Enter picks the focused choice as Space does (outside a dialog a button takes only Space by default)
+        for button in (
+            self.bundled_button,
+            self.download_button,
+            self.import_button,
+            self.folder_button,
+            self.more_button,
+        ):
+            button.setAutoDefault(True)
         layout.addSpacing(8)
 
         self.drop_hint = QLabel(self.tr("Or drop a model file or folder anywhere on this window."))

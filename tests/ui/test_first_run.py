@@ -216,6 +216,21 @@ def test_one_click_opens_the_file_picker_and_the_window_ends_on_the_new_model(
     assert window.pages.currentWidget() is window.chat_view
 
 
+def test_enter_on_a_choice_picks_it_as_space_does(make_window, home, tiny_gguf, qtbot, monkeypatch):
+    from PySide6.QtWidgets import QApplication, QFileDialog
+
+    asked = []
+    monkeypatch.setattr(QFileDialog, "getOpenFileName", lambda *a, **k: asked.append(a) or ("", ""))
+    window = make_window(wait_ready=False)
+    window.activateWindow()
+    qtbot.waitUntil(window.isActiveWindow, timeout=5000)
+    qtbot.keyClick(QApplication.focusWidget(), Qt.Key.Key_Tab)  # from the download choice to the import one
+    assert QApplication.focusWidget() is window.welcome.import_button
+    qtbot.keyClick(window.welcome.import_button, Qt.Key.Key_Return)
+    assert len(asked) == 1  # the file picker opened (and was cancelled: nothing else happens)
+    assert window.install_dialog is None or not window.install_dialog.isVisible()
+
+
 def test_after_an_import_from_the_first_run_page_the_first_question_is_typed_with_no_click(
     make_window, home, tiny_gguf, qtbot, monkeypatch
 ):

@@ -102,6 +102,16 @@ def tiny_plain_fit_dir(tmp_path_factory, tiny_gguf) -> Path:
 
 
 @pytest.fixture(scope="session")
+def tiny_plain_dir(tmp_path_factory, tiny_gguf) -> Path:
+    """The tiny model in the plain style, fp32: one graph with logits and present.* outputs, as hub exports."""
+    from qwen_desktop.convert.builder import build_model
+
+    return build_model(
+        tiny_gguf, tmp_path_factory.mktemp("built") / "tiny-plain", precision="fp32", style="plain"
+    ).folder
+
+
+@pytest.fixture(scope="session")
 def tiny_fp32_dir(tmp_path_factory, tiny_gguf) -> Path:
     """An fp32 fast build: its logits match the numpy reference to 1e-4, so greedy output can be compared."""
     from qwen_desktop.convert.builder import build_model

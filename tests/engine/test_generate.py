@@ -7,7 +7,7 @@ import threading
 import numpy as np
 import pytest
 
-from qwen_desktop.convert.builder import build_model, open_source
+from qwen_desktop.convert.builder import open_source
 from qwen_desktop.convert.reference import ReferenceModel
 from qwen_desktop.convert.weights import load_all
 from qwen_desktop.engine.chat import ChatEngine
@@ -62,9 +62,8 @@ def test_greedy_output_equals_the_reference_greedy_continuation(fp32_engine, ref
     assert finished.reason == "length" and finished.stats.generated_tokens == 24
 
 
-def test_plain_graph_runs_in_the_same_engine_with_the_same_tokens(tmp_path, tiny_gguf, reference):
-    folder = build_model(tiny_gguf, tmp_path / "plain", precision="fp32", style="plain").folder
-    engine = ChatEngine(folder, threads=1)
+def test_plain_graph_runs_in_the_same_engine_with_the_same_tokens(tiny_plain_dir, reference):
+    engine = ChatEngine(tiny_plain_dir, threads=1)
     got, _, _ = run(engine, PROMPT, SamplingParams(temperature=0.0, repetition_penalty=1.0, max_tokens=16))
     assert got == reference.greedy(PROMPT, 16)
     # prefix reuse and rewind work for the plain cache too

@@ -57,13 +57,13 @@ def test_an_unknown_kv_layout_asks_for_an_update(tmp_path, tiny_model_dir):
         load_model_files(folder)
 
 
-def hub_export(tmp_path, plain_dir, graph="onnx/model_q4.onnx", **config):
+def hub_export(tmp_path, tiny_plain_dir, graph="onnx/model_q4.onnx", **config):
     """A folder laid out as a hub ONNX export, from the tiny model's plain-style build."""
     folder = tmp_path / "hub"
     (folder / graph).parent.mkdir(parents=True, exist_ok=True)
-    shutil.copy(plain_dir / "model.onnx", folder / graph)
-    shutil.copy(plain_dir / "tokenizer.json", folder / "tokenizer.json")
-    m = json.loads((plain_dir / "manifest.json").read_text())["config"]
+    shutil.copy(tiny_plain_dir / "model.onnx", folder / graph)
+    shutil.copy(tiny_plain_dir / "tokenizer.json", folder / "tokenizer.json")
+    m = json.loads((tiny_plain_dir / "manifest.json").read_text())["config"]
     cfg = {
         "model_type": "qwen2",
         "num_hidden_layers": m["num_layers"],
@@ -79,18 +79,9 @@ def hub_export(tmp_path, plain_dir, graph="onnx/model_q4.onnx", **config):
     return folder
 
 
-@pytest.fixture(scope="module")
-def plain_dir(tmp_path_factory, tiny_gguf):
-    from qwen_desktop.convert.builder import build_model
-
-    return build_model(
-        tiny_gguf, tmp_path_factory.mktemp("plain") / "m", precision="fp32", style="plain"
-    ).folder
-
-
 @pytest.mark.parametrize("graph", ["onnx/model_q4.onnx", "onnx/model.onnx", "model.onnx"])
-def test_a_hub_export_is_read_from_its_config_and_the_first_graph_found(tmp_path, plain_dir, graph):
-    folder = hub_export(tmp_path, plain_dir, graph)
+def test_a_hub_export_is_read_from_its_config_and_the_first_graph_found(tmp_path, tiny_plain_dir, graph):
+    folder = hub_export(tmp_path, tiny_plain_dir, graph)
     files = load_model_files(folder)
     assert files.style == "plain" and files.graph == folder / graph
     assert files.max_context == 512 and files.chat_template == "{{ messages }}"
@@ -98,8 +89,8 @@ def test_a_hub_export_is_read_from_its_config_and_the_first_graph_found(tmp_path
     assert files.name == "hub"
 
 
-def test_a_hub_export_prefers_the_first_candidate_graph(tmp_path, plain_dir):
-    folder = hub_export(tmp_path, plain_dir, "onnx/model.onnx")
+def test_a_hub_export_prefers_the_first_candidate_graph(tmp_path, tiny_plain_dir):
+    folder = hub_export(tmp_path, tiny_plain_dir, "onnx/model.onnx")
     shutil.copy(folder / "onnx/model.onnx", folder / "onnx/model_q4.onnx")
     assert HUB_GRAPH_CANDIDATES.index("onnx/model_q4.onnx") < HUB_GRAPH_CANDIDATES.index("onnx/model.onnx")
     assert load_model_files(folder).graph == folder / "onnx/model_q4.onnx"
@@ -113,23 +104,23 @@ def test_a_hub_export_prefers_the_first_candidate_graph(tmp_path, plain_dir):
         ({"vocab_size": "many"}, "config.json"),
     ],
 )
-def test_a_hub_export_with_a_bad_config_is_one_line(tmp_path, plain_dir, change, message):
-    folder = hub_export(tmp_path, plain_dir, **change)
+def test_a_hub_export_with_a_bad_config_is_one_line(tmp_path, tiny_plain_dir, change, message):
+    folder = hub_export(tmp_path, tiny_plain_dir, **change)
     with pytest.raises(ModelError, match=message) as caught:
         load_model_files(folder)
     assert "\n" not in str(caught.value)
 
 
 @pytest.mark.parametrize("name", ["config.json", "tokenizer_config.json", "tokenizer.json"])
-def test_a_hub_export_whose_json_is_damaged_is_one_line(tmp_path, plain_dir, name):
-    folder = hub_export(tmp_path, plain_dir)
+def test_a_hub_export_whose_json_is_damaged_is_one_line(tmp_path, tiny_plain_dir, name):
+    folder = hub_export(tmp_path, tiny_plain_dir)
     (folder / name).write_text("{ not json")
     with pytest.raises(ModelError, match=name):
         load_model_files(folder)
 
 
-def test_a_hub_export_without_a_graph_names_where_it_looked(tmp_path, plain_dir):
-    folder = hub_export(tmp_path, plain_dir)
+def test_a_hub_export_without_a_graph_names_where_it_looked(tmp_path, tiny_plain_dir):
+    folder = hub_export(tmp_path, tiny_plain_dir)
     (folder / "onnx/model_q4.onnx").unlink()
     with pytest.raises(ModelError, match=r"no ONNX graph found.*onnx/model_q4\.onnx"):
         load_model_files(folder)

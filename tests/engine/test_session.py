@@ -170,17 +170,9 @@ def test_use_less_memory_runs_prompts_on_the_decode_graph_as_a_folder_without_pr
     assert not np.array_equal(lean.forward(PROMPT), both.forward(PROMPT))
 
 
-@pytest.fixture(scope="module")
-def plain_dir(tmp_path_factory, tiny_gguf):
-    """The tiny model in the plain style (one graph with logits and present.* outputs, as hub exports)."""
-    return build_model(
-        tiny_gguf, tmp_path_factory.mktemp("plain") / "m", precision="fp32", style="plain"
-    ).folder
-
-
 @pytest.mark.parametrize("graphs", ["both", "decode only", "plain"])
 def test_a_long_prompt_that_gives_its_arena_back_answers_as_before(
-    tiny_model_dir, plain_dir, monkeypatch, graphs
+    tiny_model_dir, tiny_plain_dir, monkeypatch, graphs
 ):
     """A prompt of SHRINK_MIN_TOKENS or more runs with ONNX Runtime's arena shrinkage (its intermediates go
     back to the system when the run ends), in either style of model: every graph of a long run gets the
@@ -190,7 +182,7 @@ def test_a_long_prompt_that_gives_its_arena_back_answers_as_before(
 
     rng = np.random.default_rng(3)
     prompt = [int(t) for t in rng.integers(3, 200, SHRINK_MIN_TOKENS + 9)]
-    folder = plain_dir if graphs == "plain" else tiny_model_dir
+    folder = tiny_plain_dir if graphs == "plain" else tiny_model_dir
 
     def run() -> tuple[list[np.ndarray], list[tuple[int, bool]]]:
         model = OnnxModel(load_model_files(folder), threads=1, max_len=256, prefill=graphs == "both")

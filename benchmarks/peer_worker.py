@@ -469,23 +469,19 @@ def main() -> None:
 
 
 def memory_now() -> dict | None:
-    """Resident, anonymous and file-backed MB of this process now, from /proc/self/smaps_rollup, with the
-    definitions of ``qwen_desktop.engine.memory`` (this runs in the peers' venv, without the app)."""
-    try:
-        text = Path("/proc/self/smaps_rollup").read_text()
-    except OSError:
-        return None
-    kb = {}
-    for line in text.splitlines():
-        name, _, rest = line.partition(":")
-        parts = rest.split()
-        if len(parts) == 2 and parts[1] == "kB" and parts[0].isdigit():
-            kb[name] = int(parts[0])
-    if "Rss" not in kb or "Anonymous" not in kb:
-        return None
-    rss, anon = kb["Rss"], min(kb["Anonymous"], kb["Rss"])
-    file_kb = max(0, rss - anon - kb.get("Pss_Shmem", 0))
-    return {"rss_mb": rss / 1024, "anon_mb": anon / 1024, "file_mb": file_kb / 1024, "graphs_mb": {}}
+    """Resident, anonymous and file-backed MB of this process now: ``qwen_desktop.engine.memory`` itself,
+    loaded from the repository by path (it needs only the standard library; the peers' venv has no app)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "qwen_memory", Path(__file__).resolve().parent.parent / "qwen_desktop" / "engine" / "memory.py"
+    )
+    assert spec is not None and spec.loader is not None
+    memory = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = memory  # its dataclasses look their module up
+    spec.loader.exec_module(memory)
+    use = memory.memory_use()
+    return use.to_dict() if use is not None else None
 
 
 if __name__ == "__main__":

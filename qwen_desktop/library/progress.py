@@ -223,9 +223,9 @@ class InstallProgress:
         """The fraction, phase, elapsed time and time left now."""
         now = self._now(now)
         elapsed = now - (self.started if self.started is not None else now)
-        fraction = self._fraction(self._done_by(now))
-        self.best = max(self.best, fraction)
-        self._last = ProgressState(self.best, self.phase, elapsed, self._remaining(now, elapsed))
+        done = self._done_by(now)
+        self.best = max(self.best, self._fraction(done))
+        self._last = ProgressState(self.best, self.phase, elapsed, self._remaining(now, elapsed, done))
         return self._last
 
     def _fraction(self, done: float) -> float:
@@ -245,7 +245,7 @@ class InstallProgress:
         expected = self.cost[self.phase] * self._ratio(self._work_seconds, self._work_done)
         return max(self.done, min(CREEP_CAP, (now - self._phase_started) / expected))
 
-    def _remaining(self, now: float, elapsed: float) -> float | None:
+    def _remaining(self, now: float, elapsed: float, done: float) -> float | None:
         if self.done >= 1.0 and self.index == len(self.plan) - 1:
             return 0.0
         if elapsed < SETTLE_SECONDS or self.best <= 0.0:
@@ -253,7 +253,6 @@ class InstallProgress:
         phase = self.phase
         if phase == FETCH and self.fetch_left is None:
             return None
-        done = self._done_by(now)
         if self._shown is not None and (now, self.index, done) == self._shown_key:
             return self._shown  # asked again with nothing new: the same answer
         # How fast this machine works against the measuring one: measured seconds per reference second over

@@ -42,6 +42,20 @@ def test_window_is_up_before_the_model(qtbot, settings_for, make_window, tiny_mo
     assert window.send_button.isEnabled()
 
 
+def run_app_process(code: str, home, *python_flags: str) -> subprocess.CompletedProcess:
+    """Run ``code`` (which starts the app) in a Python process of its own on the data folder ``home``, Qt
+    offscreen; its exit status, stdout and stderr come back."""
+    env = os.environ | {"QWEN_DESKTOP_HOME": str(home), "QT_QPA_PLATFORM": "offscreen"}
+    return subprocess.run(
+        [sys.executable, *python_flags, "-c", code],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
 def never_stopping_copy(tiny_model_dir, tmp_path):
     """A copy of the tiny model without stop ids, so an answer always runs to its token limit (the random
     model may write its end-of-turn token at any point, and where depends on which graph read the prompt:
@@ -500,10 +514,7 @@ def test_run_app_opens_the_window_offline_and_exits_cleanly(home, tiny_model_dir
         "from qwen_desktop.ui.app import run_app\n"
         "raise SystemExit(run_app())\n"
     )
-    env = os.environ | {"QWEN_DESKTOP_HOME": str(home), "QT_QPA_PLATFORM": "offscreen"}
-    r = subprocess.run(
-        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120, check=False
-    )
+    r = run_app_process(code, home)
     assert r.returncode == 0, r.stderr[-2000:]
     assert "shown: ['Qwen Desktop']" in r.stdout
     assert "network: []" in r.stdout, "nothing may touch the network at start-up"
@@ -547,15 +558,7 @@ def test_closing_the_app_mid_answer_leaves_no_error_and_keeps_the_answer(
         "from qwen_desktop.ui.app import run_app\n"
         "raise SystemExit(run_app())\n"
     )
-    env = os.environ | {"QWEN_DESKTOP_HOME": str(home), "QT_QPA_PLATFORM": "offscreen"}
-    r = subprocess.run(
-        [sys.executable, "-X", "dev", "-c", code],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    r = run_app_process(code, home, "-X", "dev")
     assert r.returncode == 0, r.stderr[-2000:]
     assert "closing at" in r.stdout, r.stdout + r.stderr[-2000:]
     problems = [
